@@ -1,0 +1,20 @@
+package redlock
+
+import "time"
+
+// clockResolution covers Redis's 1 ms expiry resolution.
+const clockResolution = 2 * time.Millisecond
+
+// DriftBudget returns the part of ttl that the lock sets aside for clock
+// drift between client and nodes: ttl*factor + 2ms.
+func DriftBudget(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + clockResolution
+}
+
+// Validity returns how long a lock acquired with ttl is still safe to use
+// once elapsed has passed since the start of the attempt:
+// ttl - elapsed - DriftBudget(ttl, factor). Non-positive means the lock must
+// not be used.
+func Validity(ttl, elapsed time.Duration, factor float64) time.Duration {
+	return ttl - elapsed - DriftBudget(ttl, factor)
+}

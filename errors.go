@@ -1,0 +1,106 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/quorum"
+)
+
+// Sentinel errors. Every error the package returns matches one of them with
+// errors.Is; most also carry per-node detail in a *QuorumError.
+var (
+	// ErrNotObtained: the lock was not acquired (held by someone else,
+	// too few nodes answered, or the validity ran out during the attempt).
+	ErrNotObtained = errors.New("redlock: lock not obtained")
+	// ErrLockLost: the lock is no longer held: its validity ran out, or a
+	// quorum of nodes no longer holds our owner value.
+	ErrLockLost = errors.New("redlock: lock lost")
+	// ErrNotExtended: an extension did not reach a quorum because nodes
+	// failed or timed out; the lock stays valid until its deadline.
+	ErrNotExtended = errors.New("redlock: lock not extended")
+	// ErrNotHeld: Release could not confirm on a quorum that it deleted
+	// our lock (it expired or was taken over, nodes failed, or it was
+	// released before).
+	ErrNotHeld = errors.New("redlock: lock not held")
+	// ErrInvalidArgument: bad input, refused before any network traffic.
+	ErrInvalidArgument = errors.New("redlock: invalid argument")
+	// ErrClosed: the Client was closed.
+	ErrClosed = errors.New("redlock: client closed")
+)
+
+// ErrPending is the Err of a node that had not answered when a round was
+// decided (its call goes on in the background).
+var ErrPending = quorum.ErrPending
+
+// NodeResult is what one node answered in a round.
+type NodeResult struct {
+	Addr    string        // the node's address
+	Vote    bool          // it said yes (granted, extended, released)
+	Err     error         // the call failed, timed out (Timeout), or was still pending (ErrPending)
+	Latency time.Duration // from the start of the round to the answer
+}
+
+// Timeout reports whether the call hit its deadline.
+func (r NodeResult) Timeout() bool { return node.IsTimeout(r.Err) }
+
+// QuorumError reports a round that did not reach its quorum, with what every
+// node answered. errors.Is matches its sentinel (Err) and, when ctx ended the
+// call, ctx's error.
+type QuorumError struct {
+	Op       string        // "acquire", "extend" or "release"
+	Keys     []string      // the lock's keys
+	Need     int           // votes needed
+	Got      int           // counted yes votes in the last round
+	Attempts int           // rounds made
+	Validity time.Duration // validity left when the quorum was reached too late (acquire), else 0
+	Nodes    []NodeResult  // the last round, in node order
+	Err      error         // the sentinel: ErrNotObtained, ErrLockLost, ErrNotExtended or ErrNotHeld
+	Cause    error         // ctx's error when ctx ended the call, else nil
+}
+
+func (e *QuorumError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	fmt.Fprintf(&b, ": %s %q: %d of %d votes needed", e.Op, e.Keys, e.Got, e.Need)
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
+	}
+	if e.Got >= e.Need && e.Op == "acquire" {
+		fmt.Fprintf(&b, ", but validity ran out (%v left)", e.Validity)
+	}
+	if e.Cause != nil {
+		fmt.Fprintf(&b, ": %v", e.Cause)
+	}
+	b.WriteString(" [")
+	for i, n := range e.Nodes {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		switch {
+		case n.Err != nil:
+			fmt.Fprintf(&b, "%s: %v", n.Addr, n.Err)
+		case n.Vote:
+			fmt.Fprintf(&b, "%s: yes %v", n.Addr, n.Latency.Round(time.Microsecond))
+		default:
+			fmt.Fprintf(&b, "%s: no %v", n.Addr, n.Latency.Round(time.Microsecond))
+		}
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// Unwrap returns the sentinel and, if set, ctx's error.
+func (e *QuorumError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{e.Err, e.Cause}
+	}
+	return []error{e.Err}
+}
+
+func invalid(format string, args ...interface{}) error {
+	return fmt.Errorf("%w: "+format, append([]interface{}{ErrInvalidArgument}, args...)...)
+}

@@ -1,0 +1,153 @@
+package redlock
+
+import (
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/redlock-go/redlock/clock"
+)
+
+// Defaults of the Client options.
+const (
+	DefaultNodeTimeout = 50 * time.Millisecond
+	DefaultDriftFactor = 0.01
+	DefaultRetryMin    = 2 * time.Millisecond
+	DefaultRetryMax    = 100 * time.Millisecond
+)
+
+// Quorum says how many nodes must agree. The zero value is Majority.
+type Quorum struct{ k int } // k: 0 majority, -1 all, >0 at least k
+
+var (
+	// Majority is the Redlock quorum: N/2+1 of N nodes.
+	Majority = Quorum{}
+	// AllNodes requires every node (MultiLock semantics): any node down
+	// makes the lock unavailable.
+	AllNodes = Quorum{k: -1}
+)
+
+// AtLeast requires k of the N nodes. New refuses k <= N/2 (two holders could
+// coexist) and k > N.
+func AtLeast(k int) Quorum {
+	if k <= 0 {
+		return Quorum{k: math.MinInt32} // refused by New
+	}
+	return Quorum{k: k}
+}
+
+func (q Quorum) need(n int) int {
+	switch {
+	case q.k == 0:
+		return n/2 + 1
+	case q.k == -1:
+		return n
+	}
+	return q.k
+}
+
+type options struct {
+	quorum      Quorum
+	nodeTimeout time.Duration
+	driftFactor float64
+	minValidity time.Duration
+	retryMin    time.Duration
+	retryMax    time.Duration
+	maxAttempts int
+	logger      *slog.Logger
+	clock       clock.Clock
+	observer    func(Event)
+}
+
+func defaults() options {
+	return options{
+		nodeTimeout: DefaultNodeTimeout,
+		driftFactor: DefaultDriftFactor,
+		retryMin:    DefaultRetryMin,
+		retryMax:    DefaultRetryMax,
+		clock:       clock.Real(),
+	}
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithQuorum sets how many nodes must agree: Majority (default), AllNodes or
+// AtLeast(k).
+func WithQuorum(q Quorum) Option { return func(o *options) { o.quorum = q } }
+
+// WithNodeTimeout bounds every call to one node (default 50ms). It is the
+// longest a dead or frozen node can delay a round that needs it; keep it
+// small next to the TTL. Each call is further capped at a tenth of the TTL.
+func WithNodeTimeout(d time.Duration) Option { return func(o *options) { o.nodeTimeout = d } }
+
+// WithDriftFactor sets the share of the TTL set aside for clock drift
+// between client and nodes (default 0.01, as in the Redlock reference). It
+// must cover the largest relative clock-rate error you expect: the lock is
+// safe while factor >= 1 - clientRate/nodeRate.
+func WithDriftFactor(f float64) Option { return func(o *options) { o.driftFactor = f } }
+
+// WithMinValidity refuses to return a lock with less validity left than d
+// (default 0: any positive validity). Such an attempt counts as failed.
+func WithMinValidity(d time.Duration) Option { return func(o *options) { o.minValidity = d } }
+
+// WithRetryBackoff sets the wait between attempts of Lock: exponential from
+// min, doubling up to max, each wait drawn at random from [d/2, d]
+// (defaults 2ms and 100ms).
+func WithRetryBackoff(min, max time.Duration) Option {
+	return func(o *options) { o.retryMin, o.retryMax = min, max }
+}
+
+// WithMaxAttempts caps the attempts of one Lock call (default 0: retry until
+// ctx is done).
+func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+
+// WithLogger logs acquisitions, failures, releases and failed extensions at
+// Debug (success) and Warn (failure) level. Default: silent.
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithClock sets the time source for validity and backoff (default
+// clock.Real, monotonic). Tests use clock.Fake; chaos tests clock.Scaled.
+func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithObserver calls fn after every Lock, TryLock, Extend and Release, on the
+// caller's goroutine; fn must be fast and safe for concurrent use. It is the
+// hook for metrics.
+func WithObserver(fn func(Event)) Option { return func(o *options) { o.observer = fn } }
+
+// Event describes one finished operation, for metrics and tracing.
+type Event struct {
+	Op       string        // "acquire", "extend" or "release"
+	Keys     []string      // the lock's keys (do not modify)
+	Err      error         // nil on success
+	Attempts int           // rounds made
+	Elapsed  time.Duration // wall time of the whole call, monotonic
+	Nodes    []NodeResult  // the last round (do not modify)
+}
+
+func (o *options) validate(n int) error {
+	switch {
+	case o.nodeTimeout <= 0:
+		return invalid("node timeout %v must be positive", o.nodeTimeout)
+	case o.driftFactor < 0 || o.driftFactor >= 1 || math.IsNaN(o.driftFactor):
+		return invalid("drift factor %v must be in [0, 1)", o.driftFactor)
+	case o.minValidity < 0:
+		return invalid("min validity %v must not be negative", o.minValidity)
+	case o.retryMin <= 0 || o.retryMax < o.retryMin:
+		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
+	case o.maxAttempts < 0:
+		return invalid("max attempts %d must not be negative", o.maxAttempts)
+	case o.clock == nil:
+		return invalid("nil clock")
+	}
+	k := o.quorum.need(n)
+	switch {
+	case o.quorum.k < -1:
+		return invalid("quorum AtLeast(k) needs k >= 1")
+	case k > n:
+		return invalid("quorum of %d is more than the %d nodes", k, n)
+	case k <= n/2:
+		return invalid("quorum of %d of %d nodes would let two holders in at once (need more than %d)", k, n, n/2)
+	}
+	return nil
+}

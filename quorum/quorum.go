@@ -1,0 +1,214 @@
+// Package quorum sends one call to N nodes in parallel and decides as soon as
+// the outcome is known: when enough nodes said yes, or when so many said no or
+// failed that a quorum can no longer be reached. It does not wait for slow
+// nodes; their answers still arrive, and are handed to a callback, after the
+// decision.
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Majority returns the Redlock quorum for n nodes: n/2+1.
+func Majority(n int) int { return n/2 + 1 }
+
+// Check reports whether need votes out of n make a safe quorum: two holders
+// can never both collect need votes, which requires need > n/2.
+func Check(n, need int) error {
+	switch {
+	case n < 1:
+		return fmt.Errorf("quorum: %d nodes, need at least 1", n)
+	case need > n:
+		return fmt.Errorf("quorum: %d of %d nodes is more than there are", need, n)
+	case need <= n/2:
+		return fmt.Errorf("quorum: %d of %d nodes would let two holders in at once (need more than %d)", need, n, n/2)
+	}
+	return nil
+}
+
+// ErrPending is the error of a node that had not answered when the round
+// was decided.
+var ErrPending = errors.New("no answer before the decision")
+
+// Vote is what one node answered.
+type Vote struct {
+	OK      bool          // the node said yes
+	Err     error         // the call failed (the node's state is unknown)
+	Latency time.Duration // time from the start of the round to the answer
+	Done    bool          // the node answered before the decision
+}
+
+// Call is the request sent to one node. It must return when ctx is done.
+type Call func(ctx context.Context, node int) (bool, error)
+
+// Config describes one round.
+type Config struct {
+	N    int // number of nodes
+	Need int // yes votes that decide the round
+
+	// Counts reports whether a yes from node counts toward Need (a node
+	// under suspicion still receives the call, but its vote is discounted).
+	// Nil counts every vote.
+	Counts func(node int) bool
+
+	// Late, if set, receives each vote that arrives after the decision, on
+	// the goroutine that made the call.
+	Late func(node int, v Vote)
+
+	// Track, if set, is incremented for each call and decremented when it
+	// returns, so an owner can wait for stragglers.
+	Track *sync.WaitGroup
+
+	// Now is the time source for latencies; nil means time.Now.
+	Now func() time.Time
+}
+
+// Outcome is the state of a round at its decision.
+type Outcome struct {
+	Votes   []Vote // per node, in node order
+	Yes     int    // counted yes votes
+	No      int    // nodes that answered no
+	Failed  int    // nodes whose call returned an error
+	Reached bool   // Yes >= Need
+	Err     error  // ctx's error if the round was cut short by ctx
+}
+
+// Round is one fan-out in progress.
+type Round struct {
+	cfg     Config
+	start   time.Time
+	g       errgroup.Group
+	mu      sync.Mutex
+	votes   []Vote
+	yes     int
+	no      int
+	failed  int
+	left    int // countable nodes that have not answered
+	decided bool
+	done    chan struct{}
+}
+
+// Start sends call to every node, each on its own goroutine, and returns at
+// once. ctx is passed to every call.
+func Start(ctx context.Context, cfg Config, call Call) *Round {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	r := &Round{cfg: cfg, votes: make([]Vote, cfg.N), done: make(chan struct{})}
+	for i := 0; i < cfg.N; i++ {
+		if r.counts(i) {
+			r.left++
+		}
+	}
+	r.start = cfg.Now()
+	r.check()
+	if cfg.Track != nil {
+		cfg.Track.Add(cfg.N)
+	}
+	for i := 0; i < cfg.N; i++ {
+		i := i
+		r.g.Go(func() error {
+			if cfg.Track != nil {
+				defer cfg.Track.Done()
+			}
+			ok, err := call(ctx, i)
+			r.record(i, ok, err)
+			return nil
+		})
+	}
+	return r
+}
+
+func (r *Round) counts(i int) bool { return r.cfg.Counts == nil || r.cfg.Counts(i) }
+
+func (r *Round) record(i int, ok bool, err error) {
+	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start)}
+	r.mu.Lock()
+	if r.decided {
+		r.votes[i] = v
+		r.mu.Unlock()
+		if r.cfg.Late != nil {
+			r.cfg.Late(i, v)
+		}
+		return
+	}
+	v.Done = true
+	r.votes[i] = v
+	switch {
+	case err != nil:
+		r.failed++
+	case v.OK:
+		if r.counts(i) {
+			r.yes++
+		}
+	default:
+		r.no++
+	}
+	if r.counts(i) {
+		r.left--
+	}
+	r.check()
+	r.mu.Unlock()
+}
+
+// check decides the round if the outcome is known. r.mu must be held (or r
+// not yet shared).
+func (r *Round) check() {
+	if r.decided {
+		return
+	}
+	if r.yes >= r.cfg.Need || r.yes+r.left < r.cfg.Need {
+		r.decided = true
+		close(r.done)
+	}
+}
+
+// Wait returns the outcome as soon as the round is decided, or when ctx is
+// done (then Outcome.Err is ctx's error and Reached is false unless the
+// decision came first). Nodes that have not answered are reported with
+// ErrPending.
+func (r *Round) Wait(ctx context.Context) Outcome {
+	var ctxErr error
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.decided {
+		r.decided = true
+		close(r.done)
+	} else {
+		ctxErr = nil
+	}
+	out := Outcome{
+		Votes:   make([]Vote, len(r.votes)),
+		Yes:     r.yes,
+		No:      r.no,
+		Failed:  r.failed,
+		Reached: r.yes >= r.cfg.Need,
+		Err:     ctxErr,
+	}
+	copy(out.Votes, r.votes)
+	for i := range out.Votes {
+		if !out.Votes[i].Done {
+			out.Votes[i].Err = ErrPending
+		}
+	}
+	return out
+}
+
+// WaitAll blocks until every call has returned, stragglers included.
+func (r *Round) WaitAll() { _ = r.g.Wait() }
+
+// Run starts a round and waits for its decision.
+func Run(ctx context.Context, cfg Config, call Call) Outcome {
+	return Start(ctx, cfg, call).Wait(ctx)
+}

@@ -1,0 +1,349 @@
+// Package redlock is a distributed lock across N independent Redis masters
+// (the Redlock algorithm; MultiLock when all N are required).
+//
+// # Guarantee
+//
+// A lock returned by Lock or TryLock is held on at least a quorum of nodes
+// (by default N/2+1) under a random 128-bit owner value, and no other client
+// can hold the same key on a quorum before Lock.Deadline. The deadline is
+// computed on the client's monotonic clock as
+//
+//	start of the successful attempt + TTL - (TTL*driftFactor + 2ms)
+//
+// and a lock whose validity is not positive is never returned.
+//
+// This holds under these assumptions: the nodes do not lose keys (no restart
+// without appendfsync always, or a restarted node stays out of the quorum
+// for one TTL); each node's clock runs at a rate within driftFactor of the
+// client's; and the client does not pause between checking Remaining and
+// acting on the protected resource. A pause (GC, SIGSTOP, page faults) past
+// the deadline breaks mutual exclusion for any lock of this kind; only a
+// fencing token checked by the resource closes that gap.
+//
+// # Usage
+//
+// A Client is built once from the nodes' go-redis clients or URLs and is
+// safe for concurrent use. Lock blocks, retrying with jittered exponential
+// backoff until acquired or ctx is done; TryLock makes one attempt. Every
+// call sends to all nodes in parallel and returns as soon as the quorum is
+// reached or can no longer be reached, so a slow or dead minority does not
+// slow it down. A failed attempt releases on every node, including the ones
+// that timed out.
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/quorum"
+)
+
+// Client locks keys across a fixed set of nodes. It is safe for concurrent
+// use.
+type Client struct {
+	nodes   []*node.Node
+	owned   []redis.UniversalClient // clients made by NewFromURLs
+	need    int
+	cluster bool
+	o       options
+	wg      sync.WaitGroup // calls still in flight (stragglers)
+	closed  atomic.Bool
+}
+
+// New returns a Client over the given nodes, one go-redis client per
+// independent Redis master (standalone, sentinel-failover, or cluster).
+// The clients stay the caller's: Close does not close them.
+//
+// For a per-node deadline that reaches the socket, create the clients with
+// ContextTimeoutEnabled: true. Otherwise go-redis ignores context deadlines;
+// the Client then still returns on time, but the abandoned command holds a
+// connection until the client's own ReadTimeout.
+//
+// New returns an error matching ErrInvalidArgument for no nodes, a nil or
+// duplicate client, or an invalid option.
+func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
+	return newClient(clients, nil, opts)
+}
+
+// NewFromURLs connects to one node per URL (redis://, rediss:// or unix://,
+// as go-redis ParseURL accepts, with password, database and TLS) with
+// context deadlines enabled. Close closes these connections.
+func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
+	if len(urls) == 0 {
+		return nil, invalid("no nodes")
+	}
+	clients := make([]redis.UniversalClient, 0, len(urls))
+	for i, u := range urls {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			return nil, invalid("node %d: %v", i, err)
+		}
+		opt.ContextTimeoutEnabled = true
+		clients = append(clients, redis.NewClient(opt))
+	}
+	c, err := newClient(clients, clients, opts)
+	if err != nil {
+		for _, cl := range clients {
+			_ = cl.Close()
+		}
+		return nil, err
+	}
+	return c, nil
+}
+
+func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, error) {
+	o := defaults()
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("nil option")
+		}
+		opt(&o)
+	}
+	if len(clients) == 0 {
+		return nil, invalid("no nodes")
+	}
+	if err := o.validate(len(clients)); err != nil {
+		return nil, err
+	}
+	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o}
+	seen := make(map[string]int, len(clients))
+	for i, cl := range clients {
+		if cl == nil {
+			return nil, invalid("node %d: nil client", i)
+		}
+		n := node.New(cl, &c.wg)
+		if j, dup := seen[n.Addr()]; dup {
+			return nil, invalid("nodes %d and %d are the same server %s", j, i, n.Addr())
+		}
+		seen[n.Addr()] = i
+		if _, ok := cl.(*redis.ClusterClient); ok {
+			c.cluster = true
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return c, nil
+}
+
+// Nodes returns the node addresses, in the order given to New.
+func (c *Client) Nodes() []string {
+	a := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		a[i] = n.Addr()
+	}
+	return a
+}
+
+// Quorum returns how many nodes must agree.
+func (c *Client) Quorum() int { return c.need }
+
+// Close waits for calls still in flight to the nodes (at most the node
+// timeout) and closes the connections made by NewFromURLs. Locks still held
+// are not released; they expire with their TTL. Later calls fail with
+// ErrClosed.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	c.wg.Wait()
+	var first error
+	for _, cl := range c.owned {
+		if err := cl.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Lock acquires key for ttl, blocking and retrying until it succeeds or ctx
+// is done. On failure the error matches ErrNotObtained (and ctx.Err() if ctx
+// ended it) and is a *QuorumError with the last round's per-node answers;
+// bad input matches ErrInvalidArgument.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	return c.acquire(ctx, []string{key}, ttl, true)
+}
+
+// TryLock makes a single attempt to acquire key for ttl. It fails with
+// ErrNotObtained if the key is held elsewhere or too few nodes answered.
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
+	return c.acquire(ctx, []string{key}, ttl, false)
+}
+
+// LockKeys acquires several keys together, all or nothing on each node (one
+// script per node), blocking like Lock. A node counts toward the quorum only
+// if it granted every key. On a Redis Cluster node all keys must share a
+// hash slot (use a {hash tag}).
+func (c *Client) LockKeys(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	return c.acquire(ctx, keys, ttl, true)
+}
+
+// TryLockKeys is LockKeys with a single attempt.
+func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
+	return c.acquire(ctx, keys, ttl, false)
+}
+
+func (c *Client) checkKeys(keys []string) error {
+	if len(keys) == 0 {
+		return invalid("no keys")
+	}
+	seen := make(map[string]struct{}, len(keys))
+	for _, k := range keys {
+		if k == "" {
+			return invalid("empty key")
+		}
+		if _, dup := seen[k]; dup {
+			return invalid("duplicate key %q", k)
+		}
+		seen[k] = struct{}{}
+	}
+	if c.cluster && len(keys) > 1 {
+		s := node.Slot(keys[0])
+		for _, k := range keys[1:] {
+			if node.Slot(k) != s {
+				return invalid("keys %q and %q are in different cluster hash slots; use a {hash tag}", keys[0], k)
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) checkTTL(ttl time.Duration) error {
+	if ttl.Milliseconds() < 1 {
+		return invalid("ttl %v must be at least 1ms", ttl)
+	}
+	if d := DriftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
+		return invalid("ttl %v is not longer than the drift budget %v plus min validity %v", ttl, d, c.o.minValidity)
+	}
+	return nil
+}
+
+// callTimeout is the per-node deadline for a TTL: the node timeout, capped
+// at a tenth of the TTL so that one slow node cannot eat the validity.
+func (c *Client) callTimeout(ttl time.Duration) time.Duration {
+	if t := ttl / 10; t < c.o.nodeTimeout {
+		return t
+	}
+	return c.o.nodeTimeout
+}
+
+func newOwner() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("redlock: owner value: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}
+
+func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
+	if ctx == nil {
+		return nil, invalid("nil context")
+	}
+	if err := c.checkKeys(keys); err != nil {
+		return nil, err
+	}
+	if err := c.checkTTL(ttl); err != nil {
+		return nil, err
+	}
+	if c.closed.Load() {
+		return nil, ErrClosed
+	}
+	owner, err := newOwner()
+	if err != nil {
+		return nil, err
+	}
+	begin := c.o.clock.Now()
+	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, ttl: ttl}
+	drift := DriftBudget(ttl, c.o.driftFactor)
+	for attempt := 1; ; attempt++ {
+		start := c.o.clock.Now()
+		out := c.round(ctx, l, c.need, l.late, func(ctx context.Context, n *node.Node) (bool, error) {
+			return n.Acquire(ctx, l.keys, owner, ttl)
+		})
+		validity := ttl - c.o.clock.Now().Sub(start) - drift
+		if out.Reached && out.Err == nil && validity > c.o.minValidity {
+			l.mu.Lock()
+			l.state = stateHeld
+			l.deadline = start.Add(ttl - drift)
+			l.votes = c.results(out)
+			l.mu.Unlock()
+			c.done(ctx, "acquire", l, begin, attempt, out, nil)
+			return l, nil
+		}
+		// A failed attempt releases everywhere, also where the call timed
+		// out or has not answered yet, before the next try.
+		cause := out.Err
+		if cause == nil {
+			cause = ctx.Err()
+		}
+		final := !retry || attempt == c.o.maxAttempts || cause != nil
+		if final {
+			l.setState(stateFailed)
+		}
+		c.releaseAll(ctx, l)
+		if !final {
+			if cause = c.o.clock.Sleep(ctx, c.backoff(attempt)); cause == nil {
+				continue
+			}
+			l.setState(stateFailed)
+			c.releaseAll(ctx, l) // answers that came in during the wait
+		}
+		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: attempt,
+			Nodes: c.results(out), Err: ErrNotObtained, Cause: cause}
+		if out.Reached {
+			qe.Validity = validity
+		}
+		c.done(ctx, "acquire", l, begin, attempt, out, qe)
+		return nil, qe
+	}
+}
+
+// round sends op to every node, each call under the per-node deadline, and
+// returns at the decision.
+func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, quorum.Vote),
+	op func(context.Context, *node.Node) (bool, error)) quorum.Outcome {
+	timeout := c.callTimeout(l.ttl)
+	return quorum.Run(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late},
+		func(ctx context.Context, i int) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return op(ctx, c.nodes[i])
+		})
+}
+
+// releaseAll sends release to every node and waits for the quorum decision
+// (or for all, when fewer than a quorum can answer). It runs even if ctx is
+// done: a failed attempt must not leave keys behind.
+func (c *Client) releaseAll(ctx context.Context, l *Lock) quorum.Outcome {
+	return c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, n *node.Node) (bool, error) {
+		return n.Release(ctx, l.keys, l.owner)
+	})
+}
+
+// backoff returns the wait before attempt+1: exponential, capped, with
+// jitter in [d/2, d] so contenders spread out.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.o.retryMax
+	if attempt < 30 {
+		if e := c.o.retryMin << (attempt - 1); e > 0 && e < d {
+			d = e
+		}
+	}
+	half := d / 2
+	return half + time.Duration(mrand.Int64N(int64(d-half)+1))
+}
+
+func (c *Client) results(out quorum.Outcome) []NodeResult {
+	r := make([]NodeResult, len(out.Votes))
+	for i, v := range out.Votes {
+		r[i] = NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
+	}
+	return r
+}
