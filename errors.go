@@ -75,6 +75,9 @@ func (e *QuorumError) Error() string {
 	if e.Cause != nil {
 		fmt.Fprintf(&b, ": %v", e.Cause)
 	}
+	if len(e.Nodes) == 0 {
+		return b.String()
+	}
 	b.WriteString(" [")
 	for i, n := range e.Nodes {
 		if i > 0 {

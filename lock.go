@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -134,7 +135,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case l.state != stateHeld:
 		l.mu.Unlock()
-		return &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Attempts: 0, Err: ErrNotHeld}
+		return fmt.Errorf("%w: extend %q: lock was released or lost", ErrNotHeld, l.keys)
 	case l.remaining() <= 0:
 		l.state = stateReleased
 		l.mu.Unlock()
@@ -198,7 +199,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateHeld {
 		l.mu.Unlock()
-		return &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Err: ErrNotHeld}
+		return fmt.Errorf("%w: release %q: lock was already released, lost or never acquired", ErrNotHeld, l.keys)
 	}
 	l.state = stateReleased
 	l.mu.Unlock()

@@ -131,7 +131,6 @@ func (r *Round) record(i int, ok bool, err error) {
 	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start)}
 	r.mu.Lock()
 	if r.decided {
-		r.votes[i] = v
 		r.mu.Unlock()
 		if r.cfg.Late != nil {
 			r.cfg.Late(i, v)
@@ -170,8 +169,8 @@ func (r *Round) check() {
 }
 
 // Wait returns the outcome as soon as the round is decided, or when ctx is
-// done (then Outcome.Err is ctx's error and Reached is false unless the
-// decision came first). Nodes that have not answered are reported with
+// done (then Outcome.Err is ctx's error, unless the quorum was reached
+// first). Nodes that have not answered are reported with
 // ErrPending.
 func (r *Round) Wait(ctx context.Context) Outcome {
 	var ctxErr error
@@ -185,8 +184,10 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 	if !r.decided {
 		r.decided = true
 		close(r.done)
-	} else {
+	} else if r.yes >= r.cfg.Need {
 		ctxErr = nil
+	} else {
+		ctxErr = ctx.Err() // calls failed because ctx ended
 	}
 	out := Outcome{
 		Votes:   make([]Vote, len(r.votes)),
@@ -199,7 +200,7 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 	copy(out.Votes, r.votes)
 	for i := range out.Votes {
 		if !out.Votes[i].Done {
-			out.Votes[i].Err = ErrPending
+			out.Votes[i] = Vote{Err: ErrPending}
 		}
 	}
 	return out

@@ -1,0 +1,113 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Lock a resource across five independent Redis masters (the nodes of the
+// repository's docker-compose.yml).
+func Example() {
+	c, err := redlock.NewFromURLs([]string{
+		"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003",
+		"redis://127.0.0.1:7004", "redis://127.0.0.1:7005",
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "stock:sku-42", 10*time.Second)
+	if err != nil {
+		log.Fatal(err) // errors.Is(err, redlock.ErrNotObtained)
+	}
+	defer l.Release(context.Background())
+
+	// Act only while the validity lasts, and stop before it runs out.
+	work, cancelWork := context.WithDeadline(ctx, l.Deadline())
+	defer cancelWork()
+	_ = work
+}
+
+// New takes your own go-redis clients, one per independent master.
+// ContextTimeoutEnabled lets the per-node deadline reach the socket.
+func ExampleNew() {
+	var nodes []redis.UniversalClient
+	for _, addr := range []string{"127.0.0.1:7001", "127.0.0.1:7002", "127.0.0.1:7003"} {
+		nodes = append(nodes, redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true}))
+	}
+	c, err := redlock.New(nodes,
+		redlock.WithNodeTimeout(20*time.Millisecond),
+		redlock.WithQuorum(redlock.Majority),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}
+
+// TryLock makes one attempt; tell "someone else has it" from other failures.
+func ExampleClient_TryLock() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(context.Background(), "settlement:2026-12-02", time.Minute)
+	var qe *redlock.QuorumError
+	switch {
+	case err == nil:
+		defer l.Release(context.Background())
+	case errors.As(err, &qe):
+		for _, n := range qe.Nodes {
+			fmt.Println(n.Addr, n.Vote, n.Err, n.Latency)
+		}
+		return
+	default:
+		log.Fatal(err)
+	}
+}
+
+// LockKeys locks several resources at once, all or nothing on each node.
+func ExampleClient_LockKeys() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.LockKeys(context.Background(), []string{"account:A", "account:B"}, 5*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(context.Background())
+}
+
+// Extend keeps a long job's lock alive; ErrLockLost means stop at once.
+func ExampleLock_Extend() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "job:nightly", 30*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(ctx)
+	switch err := l.Extend(ctx, 30*time.Second); {
+	case errors.Is(err, redlock.ErrLockLost):
+		log.Print("lock lost: abort the job")
+	case errors.Is(err, redlock.ErrNotExtended):
+		log.Printf("not extended; still valid for %v", l.Remaining())
+	}
+}

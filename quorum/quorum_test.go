@@ -1,0 +1,154 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// scripted answers per node; a node with block waits until released.
+type answer struct {
+	ok    bool
+	err   error
+	block bool
+}
+
+func run(t *testing.T, cfg Config, answers []answer) (Outcome, func(), *Round) {
+	t.Helper()
+	release := make(chan struct{})
+	var once sync.Once
+	r := Start(context.Background(), cfg, func(ctx context.Context, i int) (bool, error) {
+		a := answers[i]
+		if a.block {
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		return a.ok, a.err
+	})
+	out := r.Wait(context.Background())
+	return out, func() { once.Do(func() { close(release) }); r.WaitAll() }, r
+}
+
+var errDown = errors.New("down")
+
+func TestDecision(t *testing.T) {
+	yes, no, fail, slow := answer{ok: true}, answer{}, answer{err: errDown}, answer{ok: true, block: true}
+	cases := []struct {
+		name    string
+		need    int
+		answers []answer
+		reached bool
+		yes     int
+	}{
+		{"all yes", 3, []answer{yes, yes, yes, yes, yes}, true, 3},
+		{"quorum despite slow minority", 3, []answer{yes, yes, yes, slow, slow}, true, 3},
+		{"impossible without waiting for slow", 3, []answer{no, no, fail, slow, slow}, false, 0},
+		{"one of one", 1, []answer{yes}, true, 1},
+		{"one of one fails", 1, []answer{fail}, false, 0},
+		{"all required, one no", 3, []answer{yes, no, slow}, false, 1},
+		{"majority of three", 2, []answer{no, yes, yes}, true, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			out, done, _ := run(t, Config{N: len(tc.answers), Need: tc.need}, tc.answers)
+			defer done()
+			if out.Reached != tc.reached {
+				t.Fatalf("Reached = %v, want %v (%+v)", out.Reached, tc.reached, out)
+			}
+			if tc.reached && out.Yes < tc.yes || !tc.reached && out.Yes > tc.yes {
+				t.Fatalf("Yes = %d, want %d", out.Yes, tc.yes)
+			}
+			for i, a := range tc.answers {
+				if a.block && out.Votes[i].Done {
+					t.Fatalf("blocked node %d reported as answered", i)
+				}
+				if a.block && !errors.Is(out.Votes[i].Err, ErrPending) {
+					t.Fatalf("blocked node %d: Err = %v, want ErrPending", i, out.Votes[i].Err)
+				}
+			}
+		})
+	}
+}
+
+func TestLateVotesReachCallback(t *testing.T) {
+	var mu sync.Mutex
+	late := map[int]Vote{}
+	cfg := Config{N: 3, Need: 2, Late: func(i int, v Vote) { mu.Lock(); late[i] = v; mu.Unlock() }}
+	out, done, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true, block: true}})
+	if !out.Reached {
+		t.Fatal("not reached")
+	}
+	done()
+	mu.Lock()
+	defer mu.Unlock()
+	if v, ok := late[2]; !ok || !v.OK || v.Done {
+		t.Fatalf("late vote of node 2 = %+v, %v", v, ok)
+	}
+	if len(late) != 1 {
+		t.Fatalf("late = %v, want only node 2", late)
+	}
+}
+
+func TestDiscountedVotes(t *testing.T) {
+	// Node 0 is discounted: its yes does not count, so 2 of the other two
+	// are needed.
+	cfg := Config{N: 3, Need: 2, Counts: func(i int) bool { return i != 0 }}
+	out, done, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {}})
+	defer done()
+	if out.Reached || out.Yes > 1 {
+		t.Fatalf("discounted vote counted: %+v", out)
+	}
+	// Too many discounted nodes: impossible from the start, decided at once.
+	cfg = Config{N: 3, Need: 2, Counts: func(i int) bool { return i == 0 }}
+	out, done2, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true}})
+	defer done2()
+	if out.Reached {
+		t.Fatalf("reached with one countable node: %+v", out)
+	}
+}
+
+func TestWaitHonorsContext(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	r := Start(ctx, Config{N: 2, Need: 2}, func(ctx context.Context, i int) (bool, error) {
+		<-ctx.Done()
+		return false, ctx.Err()
+	})
+	out := r.Wait(ctx)
+	r.WaitAll()
+	if out.Reached || !errors.Is(out.Err, context.DeadlineExceeded) {
+		t.Fatalf("out = %+v", out)
+	}
+}
+
+func TestTrack(t *testing.T) {
+	var wg sync.WaitGroup
+	_, done, _ := run(t, Config{N: 3, Need: 2, Track: &wg}, []answer{{ok: true}, {ok: true}, {block: true}})
+	done()
+	wg.Wait() // returns only if every call was accounted for
+}
+
+func TestCheck(t *testing.T) {
+	cases := []struct {
+		n, need int
+		ok      bool
+	}{
+		{1, 1, true}, {3, 2, true}, {5, 3, true}, {5, 5, true}, {5, 4, true},
+		{0, 0, false}, {3, 1, false}, {4, 2, false}, {5, 6, false}, {5, 2, false},
+	}
+	for _, tc := range cases {
+		if err := Check(tc.n, tc.need); (err == nil) != tc.ok {
+			t.Errorf("Check(%d, %d) = %v, want ok=%v", tc.n, tc.need, err, tc.ok)
+		}
+	}
+	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 9: 5} {
+		if got := Majority(n); got != want {
+			t.Errorf("Majority(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
