@@ -318,13 +318,20 @@ func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, qu
 		})
 }
 
-// releaseAll sends release to every node and waits for the quorum decision
-// (or for all, when fewer than a quorum can answer). It runs even if ctx is
-// done: a failed attempt must not leave keys behind.
-func (c *Client) releaseAll(ctx context.Context, l *Lock) quorum.Outcome {
-	return c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.Release(ctx, l.keys, l.owner)
-	})
+// releaseAll sends release to every node and waits until every call has
+// returned or hit its deadline. It runs even if ctx is done: a failed
+// attempt must not leave keys behind. Waiting for all matters: the next
+// attempt reuses the owner value, and a release still in flight could
+// delete a key that attempt already counted.
+func (c *Client) releaseAll(ctx context.Context, l *Lock) {
+	timeout := c.callTimeout(l.ttl)
+	r := quorum.Start(context.WithoutCancel(ctx), quorum.Config{N: len(c.nodes), Need: len(c.nodes), Track: &c.wg, Now: c.o.clock.Now},
+		func(ctx context.Context, i int) (bool, error) {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			return c.nodes[i].Release(ctx, l.keys, l.owner)
+		})
+	r.WaitAll()
 }
 
 // backoff returns the wait before attempt+1: exponential, capped, with

@@ -1,0 +1,533 @@
+package core
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+func TestLockUnlock(t *testing.T) {
+	for _, n := range []int{1, 3, 5} {
+		t.Run(fmt.Sprintf("%d nodes", n), func(t *testing.T) {
+			c, nodes := setup(t, n)
+			ctx := context.Background()
+			l, err := c.Lock(ctx, "res", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r := l.Remaining(); r <= 4*time.Second || r > 5*time.Second {
+				t.Fatalf("Remaining = %v", r)
+			}
+			vals, ttls := raw(t, nodes, "res")
+			if got := count(vals, l.Owner()); got < c.Quorum() {
+				t.Fatalf("owner on %d nodes, quorum %d: %v", got, c.Quorum(), vals)
+			}
+			for i, d := range ttls {
+				if vals[i] != "" && (d <= 0 || d > 5*time.Second) {
+					t.Fatalf("node %d PTTL %v", i, d)
+				}
+			}
+			if _, err := c.TryLock(ctx, "res", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+				t.Fatalf("second TryLock: %v", err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+				t.Fatalf("double release: %v", err)
+			}
+			if vals, _ := raw(t, nodes, "res"); count(vals, "") != n {
+				t.Fatalf("keys left after release: %v", vals)
+			}
+			l2, err := c.TryLock(ctx, "res", time.Second)
+			if err != nil {
+				t.Fatalf("relock after release: %v", err)
+			}
+			if l2.Owner() == l.Owner() {
+				t.Fatal("owner value reused across acquisitions")
+			}
+			_ = l2.Release(ctx)
+		})
+	}
+}
+
+// Many goroutines, several clients, one key: never two holders at once.
+func TestContentionNoOverlap(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	clients := []*redlock.Client{client(t, nodes), client(t, nodes), client(t, nodes)}
+	var holders, maxHolders, acquired atomic.Int32
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < 24; w++ {
+		wg.Add(1)
+		go func(c *redlock.Client) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				l, err := c.Lock(ctx, "hot", time.Second)
+				if err != nil {
+					if ctx.Err() == nil {
+						t.Errorf("Lock: %v", err)
+					}
+					return
+				}
+				h := holders.Add(1)
+				for {
+					m := maxHolders.Load()
+					if h <= m || maxHolders.CompareAndSwap(m, h) {
+						break
+					}
+				}
+				acquired.Add(1)
+				time.Sleep(200 * time.Microsecond)
+				holders.Add(-1)
+				if err := l.Release(context.Background()); err != nil {
+					t.Errorf("Release: %v", err)
+				}
+			}
+		}(clients[w%len(clients)])
+	}
+	wg.Wait()
+	if maxHolders.Load() != 1 {
+		t.Fatalf("%d holders at once", maxHolders.Load())
+	}
+	if acquired.Load() < 50 {
+		t.Fatalf("only %d acquisitions in 3s", acquired.Load())
+	}
+	if vals, _ := raw(t, nodes, "hot"); count(vals, "") != len(nodes) {
+		t.Fatalf("leftover keys: %v", vals)
+	}
+	t.Logf("%d acquisitions", acquired.Load())
+}
+
+// A frozen node must not slow acquisition down to the node timeout: the
+// call returns at quorum.
+func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
+	for _, honors := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ContextTimeoutEnabled=%v", honors), func(t *testing.T) {
+			nodes := harness.Start(t, 5, harness.Config{})
+			var clients []redis.UniversalClient
+			for _, n := range nodes {
+				cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: honors, ReadTimeout: 3 * time.Second})
+				clients = append(clients, cl)
+			}
+			c, err := redlock.New(clients, redlock.WithNodeTimeout(2*time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes[2].Freeze()
+			var worst time.Duration
+			for i := 0; i < 20; i++ {
+				start := time.Now()
+				l, err := c.TryLock(context.Background(), "k", 30*time.Second)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if d := time.Since(start); d > worst {
+					worst = d
+				}
+			}
+			// 2s is the node timeout: returning well before it shows the
+			// call does not wait for the frozen node.
+			if worst > time.Second {
+				t.Fatalf("worst acquire+release with a frozen node: %v (node timeout 2s)", worst)
+			}
+			nodes[2].Thaw()
+			c.Close() // waits for the stragglers
+			for _, cl := range clients {
+				cl.Close()
+			}
+			t.Logf("worst acquire+release with one of five frozen: %v", worst)
+		})
+	}
+}
+
+func TestDeadMinorityTolerated(t *testing.T) {
+	c, nodes := setup(t, 5)
+	nodes[0].Kill()
+	nodes[4].Kill()
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := l.Nodes()
+	if res[0].Err == nil || res[4].Err == nil {
+		t.Errorf("dead nodes reported no error: %+v", res)
+	}
+	if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDeadMajorityFailsFastAndClearly(t *testing.T) {
+	c, nodes := setup(t, 5, redlock.WithNodeTimeout(time.Second))
+	for _, i := range []int{0, 1, 2} {
+		nodes[i].Kill()
+	}
+	start := time.Now()
+	_, err := c.TryLock(context.Background(), "k", 10*time.Second)
+	elapsed := time.Since(start)
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
+		t.Fatalf("err = %v", err)
+	}
+	failed := 0
+	for _, n := range qe.Nodes {
+		if n.Err != nil && !errors.Is(n.Err, redlock.ErrPending) {
+			failed++
+		}
+	}
+	if failed < 2 || qe.Got > 2 {
+		t.Fatalf("per-node detail does not show the dead nodes: %v", err)
+	}
+	if elapsed > 500*time.Millisecond {
+		t.Fatalf("took %v to fail with dead nodes (refused connections)", elapsed)
+	}
+	// Lock keeps retrying and ends with ctx's error.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err = c.Lock(ctx, "k", 10*time.Second)
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("Lock with dead majority: %v", err)
+	}
+	if vals, _ := raw(t, nodes[3:], "k"); count(vals, "") != 2 {
+		t.Fatalf("failed attempts left keys on the live nodes: %v", vals)
+	}
+}
+
+func TestCancelledLockReturnsCtxError(t *testing.T) {
+	c, _ := setup(t, 3)
+	holder, err := c.Lock(context.Background(), "k", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Release(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	_, err = c.Lock(ctx, "k", time.Second)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("err = %v", err)
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Attempts < 2 {
+		t.Fatalf("expected retries before cancel: %v", err)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	c, nodes := setup(t, 3)
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := l.Deadline()
+	time.Sleep(50 * time.Millisecond)
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !l.Deadline().After(before) || l.Remaining() < 1500*time.Millisecond {
+		t.Fatalf("deadline not moved: %v -> %v (%v left)", before, l.Deadline(), l.Remaining())
+	}
+	_, ttls := raw(t, nodes, "k")
+	for i, d := range ttls {
+		if d < time.Second {
+			t.Fatalf("node %d PTTL %v after extend to 2s", i, d)
+		}
+	}
+	if err := l.Extend(ctx, time.Millisecond); !errors.Is(err, redlock.ErrInvalidArgument) {
+		t.Fatalf("extend with ttl inside the drift budget: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("extend after release: %v", err)
+	}
+}
+
+// Extend after expiry fails and never re-creates the lock, with or without
+// a new holder.
+func TestExtendAfterExpiry(t *testing.T) {
+	c, nodes := setup(t, 5)
+	ctx := context.Background()
+	a, err := c.Lock(ctx, "k", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	if err := a.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("extend of expired lock: %v", err)
+	}
+	if vals, _ := raw(t, nodes, "k"); count(vals, "") != 5 {
+		t.Fatalf("extend re-created the lock: %v", vals)
+	}
+
+	// Expired and taken over: the node-side check must refuse too, even
+	// when the client thinks it is still valid (drift factor large enough
+	// to keep our deadline, node keys gone). Simulate by overwriting.
+	a, err = c.Lock(ctx, "k2", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:3] {
+		set(t, n, "k2", "intruder", 5*time.Second)
+	}
+	err = a.Extend(ctx, 5*time.Second)
+	if !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("extend of stolen lock: %v", err)
+	}
+	if a.Remaining() != 0 {
+		t.Fatalf("lost lock still reports %v remaining", a.Remaining())
+	}
+	vals, _ := raw(t, nodes, "k2")
+	if count(vals, "intruder") != 3 {
+		t.Fatalf("new holder disturbed: %v", vals)
+	}
+}
+
+// A's lock expired, B took it, A releases: B's lock is untouched.
+func TestStaleReleaseLeavesNewHolder(t *testing.T) {
+	c, nodes := setup(t, 5)
+	ctx := context.Background()
+	a, err := c.Lock(ctx, "k", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	b, err := c.TryLock(ctx, "k", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = a.Release(ctx)
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNotHeld) || !errors.As(err, &qe) || len(qe.Nodes) != 5 {
+		t.Fatalf("stale release: %v", err)
+	}
+	vals, _ := raw(t, nodes, "k")
+	if count(vals, b.Owner()) != 5 {
+		t.Fatalf("B's lock disturbed by A's release: %v", vals)
+	}
+	if err := b.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatalf("B lost its lock: %v", err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A failed attempt leaves no key of ours on any node.
+func TestFailedAttemptLeavesNoKey(t *testing.T) {
+	c, nodes := setup(t, 5)
+	for _, n := range nodes[:3] {
+		set(t, n, "k", "other", 5*time.Second)
+	}
+	_, err := c.TryLock(context.Background(), "k", 5*time.Second)
+	if !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("err = %v", err)
+	}
+	vals, _ := raw(t, nodes, "k")
+	if count(vals, "other") != 3 || count(vals, "") != 2 {
+		t.Fatalf("failed attempt left keys: %v", vals)
+	}
+}
+
+// A pause during acquisition (here: the client's clock jumps past the TTL
+// while the round runs) makes the attempt fail and clean up every node.
+func TestPauseDuringAcquisitionFails(t *testing.T) {
+	jc := &jumpClock{Clock: clock.Real()}
+	c, nodes := setup(t, 5, redlock.WithClock(jc))
+	jc.jump.Store(int64(2 * time.Second)) // every reading lands 2s later
+	_, err := c.TryLock(context.Background(), "k", time.Second)
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) || qe.Got < qe.Need || qe.Validity > 0 {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "validity ran out") {
+		t.Fatalf("message does not say why: %v", err)
+	}
+	if vals, _ := raw(t, nodes, "k"); count(vals, "") != 5 {
+		t.Fatalf("keys left after a too-late quorum: %v", vals)
+	}
+}
+
+// jumpClock adds a growing offset on every reading after the first.
+type jumpClock struct {
+	clock.Clock
+	jump atomic.Int64
+	mu   sync.Mutex
+	off  time.Duration
+}
+
+func (j *jumpClock) Now() time.Time {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	t := j.Clock.Now().Add(j.off)
+	j.off += time.Duration(j.jump.Load())
+	return t
+}
+
+func TestMultiKeyAllOrNothing(t *testing.T) {
+	c, nodes := setup(t, 3)
+	ctx := context.Background()
+	l, err := c.LockKeys(ctx, []string{"acct:A", "acct:B"}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.TryLock(ctx, "acct:B", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("single key of a multi-lock obtained: %v", err)
+	}
+	if err := l.Extend(ctx, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// B held elsewhere: locking A+B fails and leaves no A behind.
+	for _, n := range nodes {
+		set(t, n, "acct:B", "other", 5*time.Second)
+	}
+	if _, err := c.TryLockKeys(ctx, []string{"acct:A", "acct:B"}, 5*time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("err = %v", err)
+	}
+	if vals, _ := raw(t, nodes, "acct:A"); count(vals, "") != 3 {
+		t.Fatalf("partial multi-lock left behind: %v", vals)
+	}
+}
+
+func TestQuorumModes(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	all := client(t, nodes, redlock.WithQuorum(redlock.AllNodes))
+	four := client(t, nodes, redlock.WithQuorum(redlock.AtLeast(4)))
+	ctx := context.Background()
+	l, err := all.TryLock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(ctx)
+	nodes[4].Kill()
+	if _, err := all.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("AllNodes with a dead node: %v", err)
+	}
+	l, err = four.TryLock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatalf("AtLeast(4) with 4 alive: %v", err)
+	}
+	_ = l.Release(ctx)
+	nodes[3].Kill()
+	if _, err := four.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("AtLeast(4) with 3 alive: %v", err)
+	}
+}
+
+// Scripts are cached with EVALSHA; after SCRIPT FLUSH (or a restart) the
+// NOSCRIPT fallback loads them again.
+func TestNoScriptFallback(t *testing.T) {
+	c, nodes := setup(t, 3)
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		rc := n.Client()
+		if err := rc.ScriptFlush(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	if err := l.Extend(ctx, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoggerAndObserver(t *testing.T) {
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var events []redlock.Event
+	var emu sync.Mutex
+	c, _ := setup(t, 3, redlock.WithLogger(logger), redlock.WithObserver(func(e redlock.Event) {
+		emu.Lock()
+		events = append(events, e)
+		emu.Unlock()
+	}))
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.TryLock(ctx, "k", time.Second)
+	_ = l.Extend(ctx, time.Second)
+	_ = l.Release(ctx)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	for _, want := range []string{"redlock: acquired", "redlock: not obtained", "redlock: extended", "redlock: released", "owner=" + l.Owner()[:8], "votes=", "elapsed="} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %q:\n%s", want, out)
+		}
+	}
+	emu.Lock()
+	defer emu.Unlock()
+	ops := []string{}
+	for _, e := range events {
+		ops = append(ops, fmt.Sprintf("%s:%v", e.Op, e.Err == nil))
+	}
+	if got := strings.Join(ops, " "); got != "acquire:true acquire:false extend:true release:true" {
+		t.Fatalf("events = %s", got)
+	}
+}
+
+type syncWriter struct {
+	w  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func TestUserClientsStayOpen(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	var clients []redis.UniversalClient
+	for _, n := range nodes {
+		cl := n.Client()
+		defer cl.Close()
+		clients = append(clients, cl)
+	}
+	c, err := redlock.New(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryLock(context.Background(), "k", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = l.Release(context.Background())
+	c.Close()
+	if err := clients[0].Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("Close closed the caller's client: %v", err)
+	}
+}

@@ -1,0 +1,77 @@
+// Package core tests the redlock library against real redis-server
+// processes started by the harness.
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// setup starts n fresh nodes and a Client over them.
+func setup(t testing.TB, n int, opts ...redlock.Option) (*redlock.Client, []*harness.Node) {
+	t.Helper()
+	nodes := harness.Start(t, n, harness.Config{})
+	return client(t, nodes, opts...), nodes
+}
+
+func client(t testing.TB, nodes []*harness.Node, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// raw reads key on every node directly, after a short grace for release
+// calls still finishing in the background (Release returns at quorum): value ("" if absent) and PTTL.
+func raw(t testing.TB, nodes []*harness.Node, key string) ([]string, []time.Duration) {
+	t.Helper()
+	time.Sleep(20 * time.Millisecond)
+	vals := make([]string, len(nodes))
+	ttls := make([]time.Duration, len(nodes))
+	for i, n := range nodes {
+		c := n.Client()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		v, err := c.Get(ctx, key).Result()
+		if err != nil && err != redis.Nil {
+			t.Fatalf("GET on %s: %v", n.Addr, err)
+		}
+		vals[i] = v
+		ttls[i], _ = c.PTTL(ctx, key).Result()
+		cancel()
+		c.Close()
+	}
+	return vals, ttls
+}
+
+func set(t testing.TB, n *harness.Node, key, val string, ttl time.Duration) {
+	t.Helper()
+	c := n.Client()
+	defer c.Close()
+	if err := c.Set(context.Background(), key, val, ttl).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func count(vals []string, want string) int {
+	k := 0
+	for _, v := range vals {
+		if v == want {
+			k++
+		}
+	}
+	return k
+}

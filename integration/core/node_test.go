@@ -1,0 +1,53 @@
+package core
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/node"
+)
+
+// The lock script resets the TTL where the same owner already holds the
+// key (a retry of one acquisition) and refuses any other owner.
+func TestNodeScripts(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	rc := nodes[0].Client()
+	defer rc.Close()
+	n := node.New(rc, nil)
+	ctx := context.Background()
+	keys := []string{"a", "b"}
+	ok, err := n.Acquire(ctx, keys, "me", 200*time.Millisecond)
+	if !ok || err != nil {
+		t.Fatalf("acquire: %v %v", ok, err)
+	}
+	ok, err = n.Acquire(ctx, keys, "me", 10*time.Second)
+	if !ok || err != nil {
+		t.Fatalf("re-acquire by same owner: %v %v", ok, err)
+	}
+	if d := rc.PTTL(ctx, "b").Val(); d < 5*time.Second {
+		t.Fatalf("retry did not reset TTL: %v", d)
+	}
+	if ok, _ := n.Acquire(ctx, []string{"c", "b"}, "other", time.Second); ok {
+		t.Fatal("other owner acquired")
+	}
+	if rc.Exists(ctx, "c").Val() != 0 {
+		t.Fatal("refused multi-key acquire wrote a key")
+	}
+	if ok, _ := n.Extend(ctx, keys, "other", time.Second); ok {
+		t.Fatal("other owner extended")
+	}
+	if ok, _ := n.Release(ctx, keys, "other"); ok || rc.Exists(ctx, "a", "b").Val() != 2 {
+		t.Fatal("other owner released")
+	}
+	if ok, err := n.Release(ctx, keys, "me"); !ok || err != nil {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if ok, _ := n.Extend(ctx, keys, "me", time.Second); ok || rc.Exists(ctx, "a").Val() != 0 {
+		t.Fatal("extend re-created a released key")
+	}
+	if n.Addr() != nodes[0].Addr {
+		t.Fatalf("Addr %q", n.Addr())
+	}
+}
