@@ -149,7 +149,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start := c.o.clock.Now()
 	out := c.round(ctx, l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
 		return n.Extend(ctx, l.keys, l.owner, ttl)
-	})
+	}).Wait(ctx)
 	now := c.o.clock.Now()
 	l.mu.Lock()
 	newDeadline := start.Add(ttl - drift)
@@ -203,9 +203,10 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	l.state = stateReleased
 	l.mu.Unlock()
-	out := c.round(context.WithoutCancel(ctx), l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
+	bg := context.WithoutCancel(ctx)
+	out := c.round(bg, l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
 		return n.Release(ctx, l.keys, l.owner)
-	})
+	}).Wait(bg)
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil)
 		return nil
@@ -219,12 +220,6 @@ func (l *Lock) Release(ctx context.Context) error {
 // done logs and observes the end of an operation.
 func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, attempts int, out quorum.Outcome, err error) {
 	elapsed := c.o.clock.Now().Sub(begin)
-	var nodes []NodeResult
-	if qe, ok := err.(*QuorumError); ok {
-		nodes = qe.Nodes
-	} else if out.Votes != nil {
-		nodes = c.results(out)
-	}
 	if lg := c.o.logger; lg != nil {
 		level, msg := slog.LevelDebug, "redlock: "+op
 		switch {
@@ -258,6 +253,12 @@ func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, 
 		}
 	}
 	if c.o.observer != nil {
+		var nodes []NodeResult
+		if qe, ok := err.(*QuorumError); ok {
+			nodes = qe.Nodes
+		} else if out.Votes != nil {
+			nodes = c.results(out)
+		}
 		c.o.observer(Event{Op: op, Keys: l.keys, Err: err, Attempts: attempts, Elapsed: elapsed, Nodes: nodes})
 	}
 }

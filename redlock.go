@@ -266,7 +266,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		start := c.o.clock.Now()
 		out := c.round(ctx, l, c.need, l.late, func(ctx context.Context, n *node.Node) (bool, error) {
 			return n.Acquire(ctx, l.keys, owner, ttl)
-		})
+		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
 			l.mu.Lock()
@@ -305,17 +305,14 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 }
 
-// round sends op to every node, each call under the per-node deadline, and
-// returns at the decision.
+// round sends op to every node under the per-node deadline and returns at
+// the decision. The calls share one deadline context, cancelled once the
+// last of them has returned.
 func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, quorum.Vote),
-	op func(context.Context, *node.Node) (bool, error)) quorum.Outcome {
-	timeout := c.callTimeout(l.ttl)
-	return quorum.Run(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late},
-		func(ctx context.Context, i int) (bool, error) {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			return op(ctx, c.nodes[i])
-		})
+	op func(context.Context, *node.Node) (bool, error)) *quorum.Round {
+	ctx, cancel := context.WithTimeout(ctx, c.callTimeout(l.ttl))
+	return quorum.Start(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel},
+		func(ctx context.Context, i int) (bool, error) { return op(ctx, c.nodes[i]) })
 }
 
 // releaseAll sends release to every node and waits until every call has
@@ -324,14 +321,9 @@ func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, qu
 // attempt reuses the owner value, and a release still in flight could
 // delete a key that attempt already counted.
 func (c *Client) releaseAll(ctx context.Context, l *Lock) {
-	timeout := c.callTimeout(l.ttl)
-	r := quorum.Start(context.WithoutCancel(ctx), quorum.Config{N: len(c.nodes), Need: len(c.nodes), Track: &c.wg, Now: c.o.clock.Now},
-		func(ctx context.Context, i int) (bool, error) {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			return c.nodes[i].Release(ctx, l.keys, l.owner)
-		})
-	r.WaitAll()
+	c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, n *node.Node) (bool, error) {
+		return n.Release(ctx, l.keys, l.owner)
+	}).WaitAll()
 }
 
 // backoff returns the wait before attempt+1: exponential, capped, with

@@ -67,6 +67,9 @@ type Config struct {
 
 	// Now is the time source for latencies; nil means time.Now.
 	Now func() time.Time
+
+	// Finally, if set, runs once after every call has returned.
+	Finally func()
 }
 
 // Outcome is the state of a round at its decision.
@@ -90,6 +93,7 @@ type Round struct {
 	no      int
 	failed  int
 	left    int // countable nodes that have not answered
+	running int // calls that have not returned
 	decided bool
 	done    chan struct{}
 }
@@ -107,6 +111,7 @@ func Start(ctx context.Context, cfg Config, call Call) *Round {
 		}
 	}
 	r.start = cfg.Now()
+	r.running = cfg.N
 	r.check()
 	if cfg.Track != nil {
 		cfg.Track.Add(cfg.N)
@@ -130,6 +135,11 @@ func (r *Round) counts(i int) bool { return r.cfg.Counts == nil || r.cfg.Counts(
 func (r *Round) record(i int, ok bool, err error) {
 	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start)}
 	r.mu.Lock()
+	r.running--
+	last := r.running == 0
+	if last && r.cfg.Finally != nil {
+		defer r.cfg.Finally()
+	}
 	if r.decided {
 		r.mu.Unlock()
 		if r.cfg.Late != nil {
