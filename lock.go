@@ -29,6 +29,7 @@ type Lock struct {
 
 	mu       sync.Mutex
 	state    lockState
+	acquired time.Time // start of the successful attempt
 	deadline time.Time // end of validity on the client's monotonic clock
 	votes    []NodeResult
 }
@@ -142,6 +143,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Err: ErrLockLost}
 		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe)
 		return qe
+	}
+	if mh := c.o.maxHold; mh > 0 && begin.Add(ttl).After(l.acquired.Add(mh)) {
+		l.mu.Unlock()
+		return fmt.Errorf("%w: extend %q by %v would pass the max hold of %v", ErrNotExtended, l.keys, ttl, mh)
 	}
 	l.mu.Unlock()
 

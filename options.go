@@ -54,6 +54,7 @@ type options struct {
 	retryMin    time.Duration
 	retryMax    time.Duration
 	maxAttempts int
+	maxHold     time.Duration
 	logger      *slog.Logger
 	clock       clock.Clock
 	observer    func(Event)
@@ -102,6 +103,12 @@ func WithRetryBackoff(min, max time.Duration) Option {
 // ctx is done).
 func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
 
+// WithMaxHold caps how long one lock may be kept by extensions, counted
+// from its acquisition (default 0: no cap). An Extend that would carry the
+// lock past it fails with ErrNotExtended; a stuck holder then loses the lock
+// within the cap instead of keeping it forever.
+func WithMaxHold(d time.Duration) Option { return func(o *options) { o.maxHold = d } }
+
 // WithLogger logs acquisitions, failures, releases and failed extensions at
 // Debug (success) and Warn (failure) level. Default: silent.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -135,6 +142,8 @@ func (o *options) validate(n int) error {
 		return invalid("min validity %v must not be negative", o.minValidity)
 	case o.retryMin <= 0 || o.retryMax < o.retryMin:
 		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
+	case o.maxHold < 0:
+		return invalid("max hold %v must not be negative", o.maxHold)
 	case o.maxAttempts < 0:
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.clock == nil:

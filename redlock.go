@@ -271,6 +271,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
 			l.mu.Lock()
 			l.state = stateHeld
+			l.acquired = start
 			l.deadline = start.Add(ttl - drift)
 			l.votes = c.results(out)
 			l.mu.Unlock()

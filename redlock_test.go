@@ -67,6 +67,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative drift factor", three, []Option{WithDriftFactor(-0.1)}, "drift factor"},
 		{"negative min validity", three, []Option{WithMinValidity(-1)}, "min validity"},
 		{"backoff inverted", three, []Option{WithRetryBackoff(time.Second, time.Millisecond)}, "backoff"},
+		{"negative max hold", three, []Option{WithMaxHold(-time.Second)}, "max hold"},
 		{"negative attempts", three, []Option{WithMaxAttempts(-1)}, "max attempts"},
 		{"nil clock", three, []Option{WithClock(nil)}, "nil clock"},
 		{"nil option", three, []Option{nil}, "nil option"},

@@ -531,3 +531,24 @@ func TestUserClientsStayOpen(t *testing.T) {
 		t.Fatalf("Close closed the caller's client: %v", err)
 	}
 }
+
+func TestMaxHold(t *testing.T) {
+	c, _ := setup(t, 3, redlock.WithMaxHold(time.Second))
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "k", 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	if err := l.Extend(ctx, 500*time.Millisecond); err != nil {
+		t.Fatalf("extend within the cap: %v", err)
+	}
+	before := l.Deadline()
+	err = l.Extend(ctx, 2*time.Second)
+	if !errors.Is(err, redlock.ErrNotExtended) || !strings.Contains(err.Error(), "max hold") {
+		t.Fatalf("extend past the cap: %v", err)
+	}
+	if !l.Deadline().Equal(before) || l.Remaining() <= 0 {
+		t.Fatal("refused extension changed the lock")
+	}
+}
