@@ -255,6 +255,9 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Err: ErrNotObtained, Cause: err}
+	}
 	owner, err := newOwner()
 	if err != nil {
 		return nil, err

@@ -287,3 +287,17 @@ func TestOwnerValues(t *testing.T) {
 		seen[o] = true
 	}
 }
+
+func TestDoneContextBeforeNetwork(t *testing.T) {
+	c, err := New(unreachable(3), WithNodeTimeout(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = c.Lock(ctx, "k", time.Second)
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("err = %v", err)
+	}
+}
