@@ -121,10 +121,14 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 			nodes := harness.Start(t, 5, harness.Config{})
 			var clients []redis.UniversalClient
 			for _, n := range nodes {
-				cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: honors, ReadTimeout: 3 * time.Second})
+				rt := 3 * time.Second
+				if honors {
+					rt = 20 * time.Second // the node deadline, not this, must end the calls
+				}
+				cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: honors, ReadTimeout: rt})
 				clients = append(clients, cl)
 			}
-			c, err := redlock.New(clients, redlock.WithNodeTimeout(2*time.Second))
+			c, err := redlock.New(clients, redlock.WithNodeTimeout(time.Second))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -143,13 +147,22 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 					worst = d
 				}
 			}
-			// 2s is the node timeout: returning well before it shows the
+			// 1s is the node timeout: returning well before it shows the
 			// call does not wait for the frozen node.
-			if worst > time.Second {
-				t.Fatalf("worst acquire+release with a frozen node: %v (node timeout 2s)", worst)
+			if worst > 500*time.Millisecond {
+				t.Fatalf("worst acquire+release with a frozen node: %v (node timeout 1s)", worst)
+			}
+			// Close waits for the stragglers: each frozen-node call ends at
+			// the 1s node deadline, and a late answer is released again
+			// (another 1s). With ContextTimeoutEnabled that deadline
+			// reaches the socket, long before the 20s ReadTimeout; without
+			// it the commands run to the client's 3s ReadTimeout.
+			closeStart := time.Now()
+			c.Close()
+			if honors && time.Since(closeStart) > 5*time.Second {
+				t.Fatalf("stragglers outlived the node deadline: Close took %v", time.Since(closeStart))
 			}
 			nodes[2].Thaw()
-			c.Close() // waits for the stragglers
 			for _, cl := range clients {
 				cl.Close()
 			}
