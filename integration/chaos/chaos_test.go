@@ -1,0 +1,188 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+var (
+	fullFlag = flag.Bool("chaos.full", false, "run every scenario (also CHAOS_FULL=1)")
+	outFlag  = flag.String("chaos.out", "results.md", "file for the results table (relative to integration/chaos)")
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(HelperEnv) != "" {
+		os.Exit(HelperMain())
+	}
+	// The reaper container cannot be pulled here; every container and
+	// network is removed by the tests themselves.
+	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
+	goleak.VerifyTestMain(m,
+		// testcontainers/docker client keep-alive connections in the idle pool.
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+	)
+}
+
+func full() bool { return *fullFlag || os.Getenv("CHAOS_FULL") == "1" }
+
+// seedFor returns CHAOS_SEED if set (replay), else a fresh seed.
+func seedFor(i int) uint64 {
+	if s := os.Getenv("CHAOS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err == nil {
+			return v
+		}
+	}
+	return uint64(time.Now().UnixNano()) + uint64(i)
+}
+
+const ms = time.Millisecond
+
+// scenarios returns the suite; short mode keeps those marked short.
+func scenarios() []struct {
+	short bool
+	s     Scenario
+} {
+	base := Scenario{Clients: 5, Procs: 1, Keys: 2, TTL: 300 * ms, Hold: 4 * ms, Duration: 6 * time.Second, Persist: true,
+		GapMin: 100 * ms, GapMax: 400 * ms, DurMin: 100 * ms, DurMax: 700 * ms}
+	with := func(f func(*Scenario)) Scenario { s := base; f(&s); return s }
+	all := []Scenario{
+		with(func(s *Scenario) { s.Name = "contention" }),
+		with(func(s *Scenario) {
+			s.Name = "nemesis-mixed"
+			s.Faults = []string{FKill, FPause, FRestart, FLatency, FBlackhole, FDropReplies, FReset, FPartition, FIsolate}
+		}),
+		with(func(s *Scenario) { s.Name = "nemesis-mixed-fenced"; s.Fencing = true; s.Faults = []string{FKill, FPause, FRestart, FLatency, FPartition} }),
+		with(func(s *Scenario) { s.Name = "slow-and-frozen-node"; s.Faults = []string{FLatency, FPause} }),
+		with(func(s *Scenario) { s.Name = "ambiguous-replies"; s.Faults = []string{FDropReplies, FReset, FBlackhole} }),
+		with(func(s *Scenario) { s.Name = "partition-asymmetric"; s.Faults = []string{FPartition, FIsolate} }),
+		with(func(s *Scenario) {
+			s.Name = "restart-fsync-always"
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
+			s.GapMin, s.GapMax = 50*ms, 150*ms
+		}),
+		with(func(s *Scenario) {
+			s.Name = "sanity-restart-no-persistence"
+			s.Sanity, s.Persist = "overlap", false
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
+			s.GapMin, s.GapMax = 50*ms, 150*ms
+		}),
+		with(func(s *Scenario) { s.Name = "pause-past-ttl-fenced"; s.Keys, s.Fencing, s.PauseEvery = 1, true, 1 }),
+		with(func(s *Scenario) { s.Name = "sanity-pause-past-ttl-unfenced"; s.Sanity, s.Keys, s.PauseEvery = "lost", 1, 1 }),
+		with(func(s *Scenario) { s.Name = "clock-skew-inside-budget"; s.Keys, s.Rate, s.HoldToEnd = 1, 0.995, true }),
+		with(func(s *Scenario) { s.Name = "sanity-clock-skew-outside-budget"; s.Sanity, s.Keys, s.Rate, s.HoldToEnd = "overlap", 1, 0.8, true }),
+	}
+	short := map[string]bool{"contention": true, "nemesis-mixed": true, "sanity-restart-no-persistence": true,
+		"sanity-pause-past-ttl-unfenced": true, "sanity-clock-skew-outside-budget": true}
+	var out []struct {
+		short bool
+		s     Scenario
+	}
+	for _, s := range all {
+		if !full() {
+			s.Duration = 4 * time.Second
+		}
+		out = append(out, struct {
+			short bool
+			s     Scenario
+		}{short[s.Name], s})
+	}
+	return out
+}
+
+var (
+	resMu   sync.Mutex
+	results []Result
+)
+
+func record(t *testing.T, r Result) {
+	resMu.Lock()
+	results = append(results, r)
+	resMu.Unlock()
+	t.Logf("%s: seed %d acquisitions %d overlaps %d lost %d rejected %d nonlinear %d unavail %v faults %d (%s) in %v",
+		r.Scenario, r.Seed, r.Acquisitions, r.Overlaps, r.Lost, r.Rejected, r.NonLinear, r.Unavail, r.Faults, r.FaultKinds, r.Elapsed.Round(ms))
+	for _, e := range r.Examples {
+		t.Logf("  %s", e)
+	}
+	if v := r.Verdict(); strings.HasPrefix(v, "FAIL") {
+		t.Errorf("%s (seed %d, replay with CHAOS_SEED=%d): %s", r.Scenario, r.Seed, r.Seed, v)
+	}
+}
+
+// helperArgv re-executes this test binary as a client process.
+func helperArgv() []string { return []string{os.Args[0], "-test.run=^$"} }
+
+// procCluster starts nodes as redis-server processes, a counter node and
+// two proxy groups.
+func procCluster(t *testing.T, n int, persist bool) *Cluster {
+	t.Helper()
+	nodes := harness.Start(t, n, harness.Config{Persist: persist})
+	ctr := harness.Start(t, 1, harness.Config{})
+	c := &Cluster{Counter: ctr[0].Addr, Backend: "process"}
+	for i, nd := range nodes {
+		c.Nodes = append(c.Nodes, &procNode{n: nd, c: c, i: i})
+	}
+	if err := c.NewProxies(2); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseProxies)
+	return c
+}
+
+func TestChaosProcesses(t *testing.T) {
+	for i, sc := range scenarios() {
+		if !full() && !sc.short {
+			continue
+		}
+		t.Run(sc.s.Name, func(t *testing.T) {
+			c := procCluster(t, 5, sc.s.Persist)
+			seed := seedFor(i)
+			t.Logf("seed %d (replay: CHAOS_SEED=%d)", seed, seed)
+			r, err := Execute(context.Background(), sc.s, c, seed, helperArgv(), t.Logf)
+			if err != nil {
+				t.Error(err)
+			}
+			record(t, r)
+		})
+	}
+}
+
+// TestZZResults prints and writes the table (runs last: tests run in
+// source order, and the container tests are in their own file sorted by
+// name before this one is reached... so it is called from TestMain-free
+// ordering by being declared last across files via its name).
+func TestZZResults(t *testing.T) {
+	resMu.Lock()
+	defer resMu.Unlock()
+	if len(results) == 0 {
+		t.Skip("no scenarios ran")
+	}
+	mode := "short"
+	if full() {
+		mode = "full"
+	}
+	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), Table(results))
+	fmt.Println(tab)
+	out := *outFlag
+	if !filepath.IsAbs(out) {
+		out, _ = filepath.Abs(out)
+	}
+	if err := os.WriteFile(out, []byte(tab), 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("results written to %s", out)
+}

@@ -1,0 +1,172 @@
+// Package chaos runs lock workloads against real Redis nodes while a seeded
+// nemesis injects faults, and checks the recorded history for mutual
+// exclusion, lost updates and linearizability.
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sys/unix"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/clock"
+)
+
+// Mono reads CLOCK_MONOTONIC in nanoseconds: the clock all processes on
+// this machine share, so intervals recorded by the helper process and by
+// the test process are comparable.
+func Mono() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		panic(err)
+	}
+	return ts.Nano()
+}
+
+// Record is one successful acquisition, times in Mono nanoseconds.
+type Record struct {
+	Client  int    `json:"c"`
+	Key     string `json:"k"`
+	Call    int64  `json:"call"`    // Lock called
+	Acq     int64  `json:"acq"`     // Lock returned the lock
+	RelCall int64  `json:"relcall"` // Release called
+	RelRet  int64  `json:"relret"`  // Release returned
+	Valid   int64  `json:"valid"`   // end of validity as the client believes it, in real time
+	Wrote   bool   `json:"wrote"`   // the increment was accepted by the resource
+	Fenced  bool   `json:"fenced"`  // the fenced resource rejected the write
+}
+
+// End is the end of the holder's interval: min(release called, validity).
+func (r Record) End() int64 { return min(r.RelCall, r.Valid) }
+
+// Spec is one client's workload. It is JSON so the helper process gets
+// the same one.
+type Spec struct {
+	Client     int           `json:"client"`
+	Nodes      []string      `json:"nodes"`   // redis:// URLs (through proxies)
+	Counter    string        `json:"counter"` // the separate Redis with counters and tokens
+	Keys       []string      `json:"keys"`
+	TTL        time.Duration `json:"ttl"`
+	Hold       time.Duration `json:"hold"`     // max random critical section
+	Duration   time.Duration `json:"duration"` // how long to run
+	Fencing    bool          `json:"fencing"`
+	Seed       uint64        `json:"seed"`
+	ClockRate  float64       `json:"rate"`       // client clock rate (1: real)
+	HoldToEnd  bool          `json:"hold_to_end"` // hold until the believed deadline
+	PauseEvery int           `json:"pause_every"` // every n-th hold pauses past the TTL (0: never)
+	Persist    bool          `json:"-"`
+}
+
+// fenceScript is the fenced resource: it stores the highest token seen and
+// accepts a write only with a strictly greater token.
+var fenceScript = redis.NewScript(`
+local max = tonumber(redis.call('GET', KEYS[2]) or '0')
+local tok = tonumber(ARGV[1])
+if tok <= max then return 0 end
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[1], ARGV[2])
+return 1`)
+
+// CounterKey, TokenKey and FenceKey name the workload's keys in the counter
+// Redis. The token is the TEST's own token source (an INCR on the separate
+// Redis taken while holding the lock); the core has no fencing tokens yet.
+func CounterKey(k string) string { return "ctr:" + k }
+func TokenKey(k string) string   { return "tok:" + k }
+func FenceKey(k string) string   { return "fence:" + k }
+
+// Run runs the workload until its duration is over or ctx is done and
+// returns the records of every acquisition.
+func Run(ctx context.Context, s Spec) ([]Record, error) {
+	rng := mrand.New(mrand.NewPCG(s.Seed, uint64(s.Client)))
+	rate := s.ClockRate
+	if rate == 0 {
+		rate = 1
+	}
+	clk := clock.Real()
+	if rate != 1 {
+		clk = clock.Scaled(clock.Real(), rate)
+	}
+	lc, err := redlock.NewFromURLs(s.Nodes, redlock.WithClock(clk), redlock.WithRetryBackoff(time.Millisecond, 8*time.Millisecond),
+		redlock.WithNodeTimeout(20*time.Millisecond))
+	if err != nil {
+		return nil, err
+	}
+	defer lc.Close()
+	ctr := redis.NewClient(&redis.Options{Addr: s.Counter, ContextTimeoutEnabled: true})
+	defer ctr.Close()
+	ctx, cancel := context.WithTimeout(ctx, s.Duration)
+	defer cancel()
+	var recs []Record
+	n := 0
+	for ctx.Err() == nil {
+		key := s.Keys[rng.IntN(len(s.Keys))]
+		r := Record{Client: s.Client, Key: key, Call: Mono()}
+		actx, acancel := context.WithTimeout(ctx, 2*s.TTL)
+		l, err := lc.Lock(actx, key, s.TTL)
+		acancel()
+		if err != nil {
+			if errors.Is(err, redlock.ErrInvalidArgument) || errors.Is(err, redlock.ErrClosed) {
+				return recs, err
+			}
+			continue
+		}
+		r.Acq = Mono()
+		r.Valid = r.Acq + int64(float64(l.Remaining())/rate)
+		n++
+		r.Wrote, r.Fenced = critical(ctx, s, ctr, key, l, rng, clk, n)
+		r.RelCall = Mono()
+		_ = l.Release(context.Background())
+		r.RelRet = Mono()
+		recs = append(recs, r)
+	}
+	return recs, nil
+}
+
+// critical is the lock-protected read-modify-write: read the counter,
+// work, write counter+1 (through the fenced resource when fencing is on).
+func critical(ctx context.Context, s Spec, ctr *redis.Client, key string, l *redlock.Lock, rng *mrand.Rand, clk clock.Clock, n int) (wrote, fenced bool) {
+	bg := context.WithoutCancel(ctx)
+	var tok int64
+	if s.Fencing {
+		t, err := ctr.Incr(bg, TokenKey(key)).Result()
+		if err != nil {
+			return false, false
+		}
+		tok = t
+	}
+	v, err := ctr.Get(bg, CounterKey(key)).Int64()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return false, false
+	}
+	switch {
+	case s.PauseEvery > 0 && n%s.PauseEvery == 0:
+		time.Sleep(s.TTL * 3 / 2) // a GC pause / SIGSTOP past the TTL
+	case s.HoldToEnd:
+		_ = clk.Sleep(bg, l.Remaining()) // use all the validity the client believes it has
+	case s.Hold > 0:
+		time.Sleep(time.Duration(rng.Int64N(int64(s.Hold))))
+	}
+	next := strconv.FormatInt(v+1, 10)
+	if s.Fencing {
+		ok, err := fenceScript.Run(bg, ctr, []string{CounterKey(key), FenceKey(key)}, tok, next).Int()
+		if err != nil {
+			return false, false
+		}
+		return ok == 1, ok == 0
+	}
+	if err := ctr.Set(bg, CounterKey(key), next, 0).Err(); err != nil {
+		return false, false
+	}
+	return true, false
+}
+
+// String describes a spec briefly.
+func (s Spec) String() string {
+	return fmt.Sprintf("client %d ttl %v rate %v fencing %v", s.Client, s.TTL, s.ClockRate, s.Fencing)
+}
