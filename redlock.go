@@ -55,7 +55,7 @@ type Client struct {
 	need    int
 	cluster bool
 	o       options
-	wg      sync.WaitGroup // calls still in flight (stragglers)
+	wg      inflight // calls still in flight (stragglers)
 	closed  atomic.Bool
 }
 
@@ -131,6 +131,36 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		c.nodes = append(c.nodes, n)
 	}
 	return c, nil
+}
+
+// inflight counts node calls in flight. Unlike sync.WaitGroup it allows
+// Add while Close is waiting (a call that passed the closed check).
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	zero *sync.Cond
+}
+
+func (f *inflight) Add(d int) {
+	f.mu.Lock()
+	f.n += d
+	if f.n == 0 && f.zero != nil {
+		f.zero.Broadcast()
+	}
+	f.mu.Unlock()
+}
+
+func (f *inflight) Done() { f.Add(-1) }
+
+func (f *inflight) Wait() {
+	f.mu.Lock()
+	if f.zero == nil {
+		f.zero = sync.NewCond(&f.mu)
+	}
+	for f.n > 0 {
+		f.zero.Wait()
+	}
+	f.mu.Unlock()
 }
 
 // Nodes returns the node addresses, in the order given to New.

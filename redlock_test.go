@@ -301,3 +301,23 @@ func TestDoneContextBeforeNetwork(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+func TestInflightWaitsForLateAdds(t *testing.T) {
+	var f inflight
+	f.Add(1)
+	released := make(chan struct{})
+	go func() {
+		f.Add(1) // a call that started while Wait is pending
+		close(released)
+		time.Sleep(10 * time.Millisecond)
+		f.Done()
+		f.Done()
+	}()
+	<-released
+	f.Wait()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n != 0 {
+		t.Fatalf("Wait returned with %d in flight", f.n)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,13 +40,19 @@ type Node struct {
 	// and the command finishes in the background on the client's own
 	// socket timeout.
 	guard bool
-	track *sync.WaitGroup
+	track Tracker
+}
+
+// Tracker counts commands in flight (a *sync.WaitGroup is one).
+type Tracker interface {
+	Add(delta int)
+	Done()
 }
 
 // New wraps client. Every call returns by ctx's deadline, which the caller
 // sets. track, if not nil, counts commands that outlive their deadline
 // (clients that ignore ctx deadlines only).
-func New(client redis.UniversalClient, track *sync.WaitGroup) *Node {
+func New(client redis.UniversalClient, track Tracker) *Node {
 	return &Node{
 		client: client,
 		addr:   Addr(client),

@@ -32,6 +32,12 @@ func Check(n, need int) error {
 	return nil
 }
 
+// Tracker counts calls in flight (a *sync.WaitGroup is one).
+type Tracker interface {
+	Add(delta int)
+	Done()
+}
+
 // ErrPending is the error of a node that had not answered when the round
 // was decided.
 var ErrPending = errors.New("no answer before the decision")
@@ -63,7 +69,7 @@ type Config struct {
 
 	// Track, if set, is incremented for each call and decremented when it
 	// returns, so an owner can wait for stragglers.
-	Track *sync.WaitGroup
+	Track Tracker
 
 	// Now is the time source for latencies; nil means time.Now.
 	Now func() time.Time
