@@ -1,6 +1,273 @@
 package main
 
-import "io"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
 
-func cmdInspect(args []string, out io.Writer) error { return usageErr("inspect: not yet") }
-func cmdUnlock(args []string, out io.Writer) error  { return usageErr("unlock: not yet") }
+	"github.com/redis/go-redis/v9"
+)
+
+// NodeHold is what one node holds for a key.
+type NodeHold struct {
+	Node  string `json:"node"`
+	Owner string `json:"owner,omitempty"` // "" when the node does not hold the key
+	TTLms int64  `json:"ttl_ms"`          // -1: no TTL, -2: absent
+	Type  string `json:"type,omitempty"`  // set when the key is not a string
+}
+
+// KeyReport is one lock key across the nodes.
+type KeyReport struct {
+	Key        string     `json:"key"`
+	Owner      string     `json:"owner"`  // the owner held on the most nodes
+	Held       int        `json:"held"`   // nodes holding that owner
+	Nodes      int        `json:"nodes"`  // nodes inspected
+	Quorum     int        `json:"quorum"` // votes a lock needs
+	QuorumHeld bool       `json:"quorum_held"`
+	Partial    bool       `json:"partial"` // held by fewer than a quorum: a leftover
+	NoTTL      bool       `json:"no_ttl"`  // some node holds it without expiry
+	MinTTLms   int64      `json:"min_ttl_ms"`
+	PerNode    []NodeHold `json:"per_node"`
+}
+
+func cmdInspect(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+	asJSON := fs.Bool("json", false, "print JSON")
+	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErr("inspect takes one PATTERN (e.g. 'lock:*'), got %d arguments", len(pos))
+	}
+	urls := splitURLs(*nodesFlag)
+	clients, err := connect(urls)
+	if err != nil {
+		return err
+	}
+	defer closeAll(clients)
+	q := *quorum
+	if q == 0 {
+		q = len(clients)/2 + 1
+	}
+	if q <= len(clients)/2 || q > len(clients) {
+		return usageErr("--quorum %d is out of range for %d nodes", q, len(clients))
+	}
+	reports, err := inspect(context.Background(), clients, urls, pos[0], q)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(reports); err != nil {
+			return err
+		}
+	} else {
+		printReports(out, reports)
+	}
+	bad := 0
+	for _, r := range reports {
+		if r.Partial || r.NoTTL {
+			bad++
+		}
+	}
+	if bad > 0 {
+		return fmt.Errorf("%d of %d keys are partial leftovers or have no TTL", bad, len(reports))
+	}
+	return nil
+}
+
+func inspect(ctx context.Context, clients []*redis.Client, urls []string, pattern string, quorum int) ([]KeyReport, error) {
+	per := map[string][]NodeHold{}
+	for i, c := range clients {
+		var cursor uint64
+		for {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			keys, next, err := c.Scan(cctx, cursor, pattern, 1000).Result()
+			cancel()
+			if err != nil {
+				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
+			}
+			for _, k := range keys {
+				if _, ok := per[k]; !ok {
+					per[k] = make([]NodeHold, len(clients))
+					for j := range clients {
+						per[k][j] = NodeHold{Node: urls[j], TTLms: -2}
+					}
+				}
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	var reports []KeyReport
+	for k, holds := range per {
+		for i, c := range clients {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			v, err := c.Get(cctx, k).Result()
+			var typ string
+			if err != nil && !errors.Is(err, redis.Nil) {
+				if strings.Contains(err.Error(), "WRONGTYPE") {
+					typ, _ = c.Type(cctx, k).Result()
+				} else {
+					cancel()
+					return nil, &exitError{exitUnreachable, fmt.Errorf("%s: GET: %s", urls[i], explain(err))}
+				}
+			}
+			ttl, _ := c.PTTL(cctx, k).Result()
+			cancel()
+			if err == nil || typ != "" {
+				holds[i].Owner, holds[i].Type = v, typ
+				holds[i].TTLms = durMs(ttl)
+			}
+		}
+		reports = append(reports, summarize(k, holds, quorum))
+	}
+	sort.Slice(reports, func(i, j int) bool { return reports[i].Key < reports[j].Key })
+	return reports, nil
+}
+
+// durMs maps go-redis PTTL results to milliseconds, keeping -1 (no TTL)
+// and -2 (absent).
+func durMs(d time.Duration) int64 {
+	if d < 0 {
+		if d == -1 || d == -1*time.Millisecond {
+			return -1
+		}
+		return -2
+	}
+	return d.Milliseconds()
+}
+
+func summarize(key string, holds []NodeHold, quorum int) KeyReport {
+	r := KeyReport{Key: key, Nodes: len(holds), Quorum: quorum, PerNode: holds, MinTTLms: -2}
+	count := map[string]int{}
+	for _, h := range holds {
+		if h.TTLms == -2 {
+			continue
+		}
+		if h.Type == "" {
+			count[h.Owner]++
+		}
+		if h.TTLms == -1 {
+			r.NoTTL = true
+		} else if r.MinTTLms == -2 || h.TTLms < r.MinTTLms {
+			r.MinTTLms = h.TTLms
+		}
+	}
+	for o, n := range count {
+		if n > r.Held || n == r.Held && o < r.Owner {
+			r.Owner, r.Held = o, n
+		}
+	}
+	r.QuorumHeld = r.Held >= quorum
+	r.Partial = !r.QuorumHeld
+	return r
+}
+
+func printReports(out io.Writer, reports []KeyReport) {
+	if len(reports) == 0 {
+		fmt.Fprintln(out, "no matching keys")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFLAGS")
+	for _, r := range reports {
+		var nodes strings.Builder
+		for _, h := range r.PerNode {
+			switch {
+			case h.TTLms == -2:
+				nodes.WriteByte('.')
+			case h.Owner == r.Owner && h.Type == "":
+				nodes.WriteByte('#')
+			default:
+				nodes.WriteByte('x') // another owner or a non-string key
+			}
+		}
+		var flags []string
+		if r.Partial {
+			flags = append(flags, "PARTIAL")
+		}
+		if r.NoTTL {
+			flags = append(flags, "NO-TTL")
+		}
+		ttl := "-"
+		if r.MinTTLms >= 0 {
+			ttl = (time.Duration(r.MinTTLms) * time.Millisecond).String()
+		}
+		quorum := "no"
+		if r.QuorumHeld {
+			quorum = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Key, r.Owner, nodes.String(), r.Held, r.Nodes, quorum, ttl, strings.Join(flags, ","))
+	}
+	tw.Flush()
+	fmt.Fprintln(out, "NODES: # holds the owner shown, x holds another owner or a non-lock value, . absent")
+}
+
+func cmdUnlock(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+	force := fs.Bool("force", false, "really delete (required)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 || pos[0] == "" {
+		return usageErr("unlock takes one KEY")
+	}
+	key := pos[0]
+	clients, err := connect(splitURLs(*nodesFlag))
+	if err != nil {
+		return err
+	}
+	defer closeAll(clients)
+	urls := splitURLs(*nodesFlag)
+	ctx := context.Background()
+	found := 0
+	for i, c := range clients {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := c.Get(cctx, key).Result()
+		ttl, _ := c.PTTL(cctx, key).Result()
+		cancel()
+		switch {
+		case errors.Is(err, redis.Nil):
+			fmt.Fprintf(out, "%s: %s absent\n", urls[i], key)
+			continue
+		case err != nil && !strings.Contains(err.Error(), "WRONGTYPE"):
+			return &exitError{exitUnreachable, fmt.Errorf("%s: %s", urls[i], explain(err))}
+		}
+		found++
+		verb := "would delete"
+		if *force {
+			verb = "deleting"
+		}
+		fmt.Fprintf(out, "%s: %s %s (owner %q, ttl %v)\n", urls[i], verb, key, v, ttl)
+	}
+	if !*force {
+		return usageErr("refusing to delete without --force (%d nodes hold %s)", found, key)
+	}
+	deleted := 0
+	for i, c := range clients {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		n, err := c.Del(cctx, key).Result()
+		cancel()
+		if err != nil {
+			return &exitError{exitUnreachable, fmt.Errorf("%s: DEL: %s", urls[i], explain(err))}
+		}
+		deleted += int(n)
+	}
+	fmt.Fprintf(out, "deleted %s on %d of %d nodes\n", key, deleted, len(clients))
+	return nil
+}

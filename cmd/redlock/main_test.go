@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func nodes(t *testing.T, n int) []string {
+	t.Helper()
+	nd, kind, err := startNodes(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("nodes: %s", kind)
+	t.Cleanup(func() {
+		for _, x := range nd {
+			x.Close()
+		}
+	})
+	return urlsOf(nd)
+}
+
+func runCmd(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDemo(t *testing.T) {
+	code, out, errOut := runCmd(t, "demo", "--duration", "3s", "--workers", "4")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"5 nodes on", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestInspectAndUnlock(t *testing.T) {
+	urls := nodes(t, 3)
+	nodesArg := strings.Join(urls, ",")
+	c, err := redlock.NewFromURLs(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "lock:held", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+
+	code, out, _ := runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)
+	if code != exitOK || !strings.Contains(out, "lock:held") || !strings.Contains(out, l.Owner()) || !strings.Contains(out, "yes") {
+		t.Fatalf("inspect of a held lock: exit %d\n%s", code, out)
+	}
+
+	// A partial leftover on one node and a key without TTL on all.
+	raw := make([]*redis.Client, len(urls))
+	for i, u := range urls {
+		opt, _ := redis.ParseURL(u)
+		raw[i] = redis.NewClient(opt)
+		defer raw[i].Close()
+	}
+	raw[0].Set(ctx, "lock:leftover", "old-owner", time.Minute)
+	for _, r := range raw {
+		r.Set(ctx, "lock:forever", "x", 0)
+	}
+	code, out, _ = runCmd(t, "inspect", "--json", "--nodes", nodesArg, "lock:*")
+	if code != exitFailure {
+		t.Fatalf("inspect with leftovers: exit %d, want %d\n%s", code, exitFailure, out)
+	}
+	var reports []KeyReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	byKey := map[string]KeyReport{}
+	for _, r := range reports {
+		byKey[r.Key] = r
+	}
+	if r := byKey["lock:leftover"]; !r.Partial || r.Held != 1 || r.QuorumHeld {
+		t.Errorf("leftover: %+v", r)
+	}
+	if r := byKey["lock:forever"]; !r.NoTTL || !r.QuorumHeld {
+		t.Errorf("no-TTL key: %+v", r)
+	}
+	if r := byKey["lock:held"]; r.Partial || !r.QuorumHeld || r.Held != 3 || r.MinTTLms <= 0 {
+		t.Errorf("held: %+v", r)
+	}
+	code, out, _ = runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)
+	if !strings.Contains(out, "PARTIAL") || !strings.Contains(out, "NO-TTL") {
+		t.Errorf("table lacks flags:\n%s", out)
+	}
+
+	// unlock refuses without --force and deletes nothing.
+	code, out, _ = runCmd(t, "unlock", "lock:leftover", "--nodes", nodesArg)
+	if code != exitUsage || !strings.Contains(out, "would delete") {
+		t.Fatalf("unlock without --force: exit %d\n%s", code, out)
+	}
+	if raw[0].Exists(ctx, "lock:leftover").Val() != 1 {
+		t.Fatal("unlock without --force deleted the key")
+	}
+	code, out, _ = runCmd(t, "unlock", "lock:leftover", "--force", "--nodes", nodesArg)
+	if code != exitOK || !strings.Contains(out, "deleting lock:leftover") || !strings.Contains(out, "on 1 of 3") {
+		t.Fatalf("unlock --force: exit %d\n%s", code, out)
+	}
+	if raw[0].Exists(ctx, "lock:leftover").Val() != 0 {
+		t.Fatal("key still there after unlock --force")
+	}
+}
+
+func TestCLIErrors(t *testing.T) {
+	urls := nodes(t, 2)
+	// Node 1 requires a password.
+	opt, _ := redis.ParseURL(urls[1])
+	rc := redis.NewClient(opt)
+	if err := rc.ConfigSet(context.Background(), "requirepass", "secret").Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc.Close()
+	hostPort := strings.TrimPrefix(urls[1], "redis://")
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, exitUsage, "usage"},
+		{[]string{"nope"}, exitUsage, "unknown command"},
+		{[]string{"inspect", "--nodes", urls[0]}, exitUsage, "one PATTERN"},
+		{[]string{"inspect", "x*"}, exitUsage, "--nodes is required"},
+		{[]string{"inspect", "x*", "--nodes", "http://bad"}, exitUsage, "bad node URL"},
+		{[]string{"inspect", "x*", "--bogus"}, exitUsage, "flag provided but not defined"},
+		{[]string{"inspect", "x*", "--nodes", "redis://127.0.0.1:1"}, exitUnreachable, "connection refused"},
+		{[]string{"inspect", "x*", "--nodes", "redis://:wrong@" + hostPort}, exitUnreachable, "authentication failed"},
+		{[]string{"inspect", "x*", "--nodes", "redis://:secret@" + hostPort}, exitOK, "no matching keys"},
+		{[]string{"unlock", "--force", "--nodes", urls[0]}, exitUsage, "one KEY"},
+		{[]string{"demo", "--workers", "0"}, exitUsage, "must be positive"},
+	}
+	for _, tc := range cases {
+		code, out, errOut := runCmd(t, tc.args...)
+		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
+			t.Errorf("redlock %q: exit %d, want %d with %q\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+	}
+}
