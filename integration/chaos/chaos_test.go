@@ -3,9 +3,7 @@ package chaos
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,7 +64,11 @@ func scenarios() []struct {
 			s.Name = "nemesis-mixed"
 			s.Faults = []string{FKill, FPause, FRestart, FLatency, FBlackhole, FDropReplies, FReset, FPartition, FIsolate}
 		}),
-		with(func(s *Scenario) { s.Name = "nemesis-mixed-fenced"; s.Fencing = true; s.Faults = []string{FKill, FPause, FRestart, FLatency, FPartition} }),
+		with(func(s *Scenario) {
+			s.Name = "nemesis-mixed-fenced"
+			s.Fencing = true
+			s.Faults = []string{FKill, FPause, FRestart, FLatency, FPartition}
+		}),
 		with(func(s *Scenario) { s.Name = "slow-and-frozen-node"; s.Faults = []string{FLatency, FPause} }),
 		with(func(s *Scenario) { s.Name = "ambiguous-replies"; s.Faults = []string{FDropReplies, FReset, FBlackhole} }),
 		with(func(s *Scenario) { s.Name = "partition-asymmetric"; s.Faults = []string{FPartition, FIsolate} }),
@@ -82,9 +84,15 @@ func scenarios() []struct {
 			s.GapMin, s.GapMax = 50*ms, 150*ms
 		}),
 		with(func(s *Scenario) { s.Name = "pause-past-ttl-fenced"; s.Keys, s.Fencing, s.PauseEvery = 1, true, 1 }),
-		with(func(s *Scenario) { s.Name = "sanity-pause-past-ttl-unfenced"; s.Sanity, s.Keys, s.PauseEvery = "lost", 1, 1 }),
+		with(func(s *Scenario) {
+			s.Name = "sanity-pause-past-ttl-unfenced"
+			s.Sanity, s.Keys, s.PauseEvery = "lost", 1, 1
+		}),
 		with(func(s *Scenario) { s.Name = "clock-skew-inside-budget"; s.Keys, s.Rate, s.HoldToEnd = 1, 0.995, true }),
-		with(func(s *Scenario) { s.Name = "sanity-clock-skew-outside-budget"; s.Sanity, s.Keys, s.Rate, s.HoldToEnd = "overlap", 1, 0.8, true }),
+		with(func(s *Scenario) {
+			s.Name = "sanity-clock-skew-outside-budget"
+			s.Sanity, s.Keys, s.Rate, s.HoldToEnd = "overlap", 1, 0.8, true
+		}),
 	}
 	short := map[string]bool{"contention": true, "nemesis-mixed": true, "sanity-restart-no-persistence": true,
 		"sanity-pause-past-ttl-unfenced": true, "sanity-clock-skew-outside-budget": true}
@@ -159,30 +167,4 @@ func TestChaosProcesses(t *testing.T) {
 			record(t, r)
 		})
 	}
-}
-
-// TestZZResults prints and writes the table (runs last: tests run in
-// source order, and the container tests are in their own file sorted by
-// name before this one is reached... so it is called from TestMain-free
-// ordering by being declared last across files via its name).
-func TestZZResults(t *testing.T) {
-	resMu.Lock()
-	defer resMu.Unlock()
-	if len(results) == 0 {
-		t.Skip("no scenarios ran")
-	}
-	mode := "short"
-	if full() {
-		mode = "full"
-	}
-	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), Table(results))
-	fmt.Println(tab)
-	out := *outFlag
-	if !filepath.IsAbs(out) {
-		out, _ = filepath.Abs(out)
-	}
-	if err := os.WriteFile(out, []byte(tab), 0o644); err != nil {
-		t.Error(err)
-	}
-	t.Logf("results written to %s", out)
 }

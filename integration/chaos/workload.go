@@ -57,7 +57,7 @@ type Spec struct {
 	Duration   time.Duration `json:"duration"` // how long to run
 	Fencing    bool          `json:"fencing"`
 	Seed       uint64        `json:"seed"`
-	ClockRate  float64       `json:"rate"`       // client clock rate (1: real)
+	ClockRate  float64       `json:"rate"`        // client clock rate (1: real)
 	HoldToEnd  bool          `json:"hold_to_end"` // hold until the believed deadline
 	PauseEvery int           `json:"pause_every"` // every n-th hold pauses past the TTL (0: never)
 	Persist    bool          `json:"-"`

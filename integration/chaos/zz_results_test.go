@@ -1,0 +1,34 @@
+package chaos
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestZZResults prints the results table and writes it to -chaos.out. It
+// runs last: go test runs tests in source order, files sorted by name, and
+// this file sorts after the scenario files.
+func TestZZResults(t *testing.T) {
+	resMu.Lock()
+	defer resMu.Unlock()
+	if len(results) == 0 {
+		t.Skip("no scenarios ran")
+	}
+	mode := "short"
+	if full() {
+		mode = "full"
+	}
+	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), Table(results))
+	fmt.Println(tab)
+	out := *outFlag
+	if !filepath.IsAbs(out) {
+		out, _ = filepath.Abs(out)
+	}
+	if err := os.WriteFile(out, []byte(tab), 0o644); err != nil {
+		t.Error(err)
+	}
+	t.Logf("results written to %s", out)
+}
