@@ -55,7 +55,7 @@ func scenarios() []struct {
 	short bool
 	s     Scenario
 } {
-	base := Scenario{Clients: 5, Procs: 1, Keys: 2, TTL: 300 * ms, Hold: 4 * ms, Duration: 6 * time.Second, Persist: true,
+	base := Scenario{Clients: 5, Procs: 1, Keys: 2, TTL: 500 * ms, Hold: 4 * ms, Duration: 6 * time.Second, Persist: true,
 		GapMin: 100 * ms, GapMax: 400 * ms, DurMin: 100 * ms, DurMax: 700 * ms}
 	with := func(f func(*Scenario)) Scenario { s := base; f(&s); return s }
 	all := []Scenario{
@@ -74,14 +74,14 @@ func scenarios() []struct {
 		with(func(s *Scenario) { s.Name = "partition-asymmetric"; s.Faults = []string{FPartition, FIsolate} }),
 		with(func(s *Scenario) {
 			s.Name = "restart-fsync-always"
-			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
-			s.GapMin, s.GapMax = 50*ms, 150*ms
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
+			s.GapMin, s.GapMax = 30*ms, 100*ms
 		}),
 		with(func(s *Scenario) {
 			s.Name = "sanity-restart-no-persistence"
 			s.Sanity, s.Persist = "overlap", false
-			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
-			s.GapMin, s.GapMax = 50*ms, 150*ms
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
+			s.GapMin, s.GapMax = 30*ms, 100*ms
 		}),
 		with(func(s *Scenario) { s.Name = "pause-past-ttl-fenced"; s.Keys, s.Fencing, s.PauseEvery = 1, true, 1 }),
 		with(func(s *Scenario) {

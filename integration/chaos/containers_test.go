@@ -36,7 +36,7 @@ func TestChaosContainers(t *testing.T) {
 		}
 		t.Skipf("no Docker engine: %v", err)
 	}
-	base := Scenario{Clients: 4, Procs: 1, Keys: 2, TTL: 300 * ms, Hold: 4 * ms, Duration: 6 * ms * 1000, Persist: true,
+	base := Scenario{Clients: 4, Procs: 1, Keys: 2, TTL: 500 * ms, Hold: 4 * ms, Duration: 6 * ms * 1000, Persist: true,
 		GapMin: 150 * ms, GapMax: 500 * ms, DurMin: 150 * ms, DurMax: 700 * ms}
 	with := func(f func(*Scenario)) Scenario { s := base; f(&s); return s }
 	list := []struct {
@@ -50,14 +50,14 @@ func TestChaosContainers(t *testing.T) {
 		})},
 		{false, with(func(s *Scenario) {
 			s.Name = "containers-restart-fsync-always"
-			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
-			s.GapMin, s.GapMax = 50*ms, 150*ms
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
+			s.GapMin, s.GapMax = 30*ms, 100*ms
 		})},
 		{false, with(func(s *Scenario) {
 			s.Name = "containers-sanity-restart-no-persistence"
 			s.Sanity, s.Persist = "overlap", false
-			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 60*ms
-			s.GapMin, s.GapMax = 50*ms, 150*ms
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
+			s.GapMin, s.GapMax = 30*ms, 100*ms
 		})},
 	}
 	for i, sc := range list {

@@ -70,6 +70,9 @@ func (r Result) Violations(checker string) int {
 
 // Verdict says whether the row is as promised.
 func (r Result) Verdict() string {
+	if r.Acquisitions == 0 {
+		return "FAIL: no acquisitions (nothing checked)"
+	}
 	if r.Expect != "" {
 		if r.Violations(r.Expect) > 0 {
 			return "violation found (as required)"

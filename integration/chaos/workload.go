@@ -92,8 +92,8 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	if rate != 1 {
 		clk = clock.Scaled(clock.Real(), rate)
 	}
-	lc, err := redlock.NewFromURLs(s.Nodes, redlock.WithClock(clk), redlock.WithRetryBackoff(time.Millisecond, 8*time.Millisecond),
-		redlock.WithNodeTimeout(20*time.Millisecond))
+	lc, err := redlock.NewFromURLs(s.Nodes, redlock.WithClock(clk), redlock.WithRetryBackoff(2*time.Millisecond, 16*time.Millisecond),
+		redlock.WithNodeTimeout(50*time.Millisecond))
 	if err != nil {
 		return nil, err
 	}
