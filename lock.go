@@ -25,13 +25,14 @@ type Lock struct {
 	c     *Client
 	keys  []string
 	owner string
+	args  []interface{} // owner boxed once for the release script
 	ttl   time.Duration
 
 	mu       sync.Mutex
 	state    lockState
-	acquired time.Time // start of the successful attempt
-	deadline time.Time // end of validity on the client's monotonic clock
-	votes    []NodeResult
+	acquired time.Time     // start of the successful attempt
+	deadline time.Time     // end of validity on the client's monotonic clock
+	votes    []quorum.Vote // of the acquisition or last extension
 }
 
 // Key returns the (first) locked key.
@@ -82,7 +83,7 @@ func (l *Lock) remaining() time.Duration {
 func (l *Lock) Nodes() []NodeResult {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]NodeResult(nil), l.votes...)
+	return l.c.results(quorum.Outcome{Votes: l.votes})
 }
 
 func (l *Lock) setState(s lockState) {
@@ -105,7 +106,7 @@ func (l *Lock) late(i int, v quorum.Vote) {
 	if st == stateFailed || st == stateReleased {
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.callTimeout(l.ttl))
 		defer cancel()
-		_, _ = l.c.nodes[i].Release(ctx, l.keys, l.owner)
+		_, _ = l.c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}
 }
 
@@ -161,7 +162,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if out.Reached && out.Err == nil && l.state == stateHeld && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
 		l.deadline = newDeadline
 		l.ttl = ttl
-		l.votes = c.results(out)
+		l.votes = out.Votes
 		l.mu.Unlock()
 		c.done(ctx, "extend", l, begin, 1, out, nil)
 		return nil
@@ -210,7 +211,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	out := c.round(bg, l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.Release(ctx, l.keys, l.owner)
+		return n.ReleaseArgs(ctx, l.keys, l.args)
 	}).Wait(bg)
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil)

@@ -293,12 +293,16 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, err
 	}
 	begin := c.o.clock.Now()
-	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, ttl: ttl}
+	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, args: []interface{}{owner}, ttl: ttl}
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	for attempt := 1; ; attempt++ {
 		start := c.o.clock.Now()
+		acquire := (*node.Node).Acquire
+		if attempt == 1 {
+			acquire = (*node.Node).AcquireNew // no node can hold a fresh owner value
+		}
 		out := c.round(ctx, l, c.need, l.late, func(ctx context.Context, n *node.Node) (bool, error) {
-			return n.Acquire(ctx, l.keys, owner, ttl)
+			return acquire(n, ctx, l.keys, owner, ttl)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
@@ -306,7 +310,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 			l.state = stateHeld
 			l.acquired = start
 			l.deadline = start.Add(ttl - drift)
-			l.votes = c.results(out)
+			l.votes = out.Votes
 			l.mu.Unlock()
 			c.done(ctx, "acquire", l, begin, attempt, out, nil)
 			return l, nil
@@ -356,7 +360,7 @@ func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, qu
 // delete a key that attempt already counted.
 func (c *Client) releaseAll(ctx context.Context, l *Lock) {
 	c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.Release(ctx, l.keys, l.owner)
+		return n.ReleaseArgs(ctx, l.keys, l.args)
 	}).WaitAll()
 }
 

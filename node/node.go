@@ -75,6 +75,26 @@ func (n *Node) Acquire(ctx context.Context, keys []string, value string, ttl tim
 	return v == 1, err
 }
 
+// AcquireNew is Acquire for an owner value that no node can hold yet (the
+// first attempt of an acquisition): a single key then needs only SET NX PX,
+// cheaper for the node than the script.
+func (n *Node) AcquireNew(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+	if len(keys) != 1 {
+		return n.Acquire(ctx, keys, value, ttl)
+	}
+	if !n.guard {
+		return n.client.SetNX(ctx, keys[0], value, ttl).Result()
+	}
+	v, err := n.guarded(ctx, func(ctx context.Context) (int64, error) {
+		ok, err := n.client.SetNX(ctx, keys[0], value, ttl).Result()
+		if ok {
+			return 1, err
+		}
+		return 0, err
+	})
+	return v == 1, err
+}
+
 // Extend resets the TTL of keys to ttl if they all still hold value.
 func (n *Node) Extend(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
 	v, err := n.run(ctx, extendScript, keys, value, ttl.Milliseconds())
@@ -84,7 +104,13 @@ func (n *Node) Extend(ctx context.Context, keys []string, value string, ttl time
 // Release deletes the keys that still hold value and reports whether all of
 // them did.
 func (n *Node) Release(ctx context.Context, keys []string, value string) (bool, error) {
-	v, err := n.run(ctx, releaseScript, keys, value)
+	return n.ReleaseArgs(ctx, keys, []interface{}{value})
+}
+
+// ReleaseArgs is Release with the owner value already boxed as
+// []interface{}{value}, so a caller releasing on many nodes boxes it once.
+func (n *Node) ReleaseArgs(ctx context.Context, keys []string, args []interface{}) (bool, error) {
+	v, err := n.run(ctx, releaseScript, keys, args...)
 	return err == nil && v == int64(len(keys)), err
 }
 
@@ -92,6 +118,14 @@ func (n *Node) run(ctx context.Context, s *redis.Script, keys []string, args ...
 	if !n.guard {
 		return s.Run(ctx, n.client, keys, args...).Int64()
 	}
+	return n.guarded(ctx, func(ctx context.Context) (int64, error) {
+		return s.Run(ctx, n.client, keys, args...).Int64()
+	})
+}
+
+// guarded runs cmd on its own goroutine and returns by ctx's deadline even
+// if the client ignores it; cmd then ends on the client's socket timeout.
+func (n *Node) guarded(ctx context.Context, cmd func(context.Context) (int64, error)) (int64, error) {
 	type result struct {
 		v   int64
 		err error
@@ -104,7 +138,7 @@ func (n *Node) run(ctx context.Context, s *redis.Script, keys []string, args ...
 		if n.track != nil {
 			defer n.track.Done()
 		}
-		v, err := s.Run(ctx, n.client, keys, args...).Int64()
+		v, err := cmd(ctx)
 		ch <- result{v, err}
 	}()
 	select {

@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-
-	"golang.org/x/sync/errgroup"
 )
 
 // Majority returns the Redlock quorum for n nodes: n/2+1.
@@ -92,9 +90,10 @@ type Outcome struct {
 type Round struct {
 	cfg     Config
 	start   time.Time
-	g       errgroup.Group
+	wg      sync.WaitGroup
 	mu      sync.Mutex
 	votes   []Vote
+	inline  [9]Vote // backing for votes up to 9 nodes, saving an allocation
 	yes     int
 	no      int
 	failed  int
@@ -110,7 +109,12 @@ func Start(ctx context.Context, cfg Config, call Call) *Round {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Round{cfg: cfg, votes: make([]Vote, cfg.N), done: make(chan struct{})}
+	r := &Round{cfg: cfg, done: make(chan struct{})}
+	if cfg.N <= len(r.inline) {
+		r.votes = r.inline[:cfg.N]
+	} else {
+		r.votes = make([]Vote, cfg.N)
+	}
 	for i := 0; i < cfg.N; i++ {
 		if r.counts(i) {
 			r.left++
@@ -122,18 +126,23 @@ func Start(ctx context.Context, cfg Config, call Call) *Round {
 	if cfg.Track != nil {
 		cfg.Track.Add(cfg.N)
 	}
+	r.wg.Add(cfg.N)
 	for i := 0; i < cfg.N; i++ {
-		i := i
-		r.g.Go(func() error {
-			if cfg.Track != nil {
-				defer cfg.Track.Done()
-			}
-			ok, err := call(ctx, i)
-			r.record(i, ok, err)
-			return nil
-		})
+		go r.call(ctx, i, call)
 	}
 	return r
+}
+
+// call runs on its own goroutine. (A plain go statement: errgroup would
+// add two allocations per node and call, and its first-error cancel is
+// not wanted here: every node must get the request.)
+func (r *Round) call(ctx context.Context, i int, call Call) {
+	defer r.wg.Done()
+	if r.cfg.Track != nil {
+		defer r.cfg.Track.Done()
+	}
+	ok, err := call(ctx, i)
+	r.record(i, ok, err)
 }
 
 func (r *Round) counts(i int) bool { return r.cfg.Counts == nil || r.cfg.Counts(i) }
@@ -205,25 +214,26 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 	} else {
 		ctxErr = ctx.Err() // calls failed because ctx ended
 	}
+	// Late answers do not touch r.votes, so after the decision it is
+	// frozen and can be handed out without a copy.
+	for i := range r.votes {
+		if !r.votes[i].Done {
+			r.votes[i] = Vote{Err: ErrPending}
+		}
+	}
 	out := Outcome{
-		Votes:   make([]Vote, len(r.votes)),
+		Votes:   r.votes,
 		Yes:     r.yes,
 		No:      r.no,
 		Failed:  r.failed,
 		Reached: r.yes >= r.cfg.Need,
 		Err:     ctxErr,
 	}
-	copy(out.Votes, r.votes)
-	for i := range out.Votes {
-		if !out.Votes[i].Done {
-			out.Votes[i] = Vote{Err: ErrPending}
-		}
-	}
 	return out
 }
 
 // WaitAll blocks until every call has returned, stragglers included.
-func (r *Round) WaitAll() { _ = r.g.Wait() }
+func (r *Round) WaitAll() { r.wg.Wait() }
 
 // Run starts a round and waits for its decision.
 func Run(ctx context.Context, cfg Config, call Call) Outcome {

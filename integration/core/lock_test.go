@@ -101,6 +101,9 @@ func TestContentionNoOverlap(t *testing.T) {
 		}(clients[w%len(clients)])
 	}
 	wg.Wait()
+	for _, c := range clients {
+		c.Close() // waits for release calls still finishing after quorum
+	}
 	if maxHolders.Load() != 1 {
 		t.Fatalf("%d holders at once", maxHolders.Load())
 	}
