@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	mrand "math/rand/v2"
+	"time"
+
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+)
+
+// contender is one lock implementation under test. lock blocks until
+// acquired or ctx is done; try makes one attempt.
+type contender interface {
+	name() string
+	try(ctx context.Context, key string) (unlock func() error, err error)
+	lock(ctx context.Context, key string) (unlock func() error, err error)
+	close()
+}
+
+const benchTTL = 10 * time.Second
+
+// ours: this library with its defaults.
+type ours struct{ c *redlock.Client }
+
+func newOurs(urls []string) (*ours, error) {
+	c, err := redlock.NewFromURLs(urls)
+	if err != nil {
+		return nil, err
+	}
+	return &ours{c}, nil
+}
+
+func (o *ours) name() string { return "redlock" }
+func (o *ours) try(ctx context.Context, key string) (func() error, error) {
+	l, err := o.c.TryLock(ctx, key, benchTTL)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return l.Release(context.Background()) }, nil
+}
+func (o *ours) lock(ctx context.Context, key string) (func() error, error) {
+	l, err := o.c.Lock(ctx, key, benchTTL)
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return l.Release(context.Background()) }, nil
+}
+func (o *ours) close() { _ = o.c.Close() }
+
+// rsync: go-redsync v4 with its defaults (32 tries, 50-250ms retry delay,
+// drift factor 0.01, no fail-fast), over go-redis v9 clients with default
+// options, as its README shows. Mutexes are cached per key and goroutine.
+type rsync struct {
+	rs      *redsync.Redsync
+	clients []*redis.Client
+}
+
+func newRsync(urls []string) (*rsync, error) {
+	r := &rsync{}
+	var ps []rsredis.Pool
+	for _, u := range urls {
+		opt, err := redis.ParseURL(u)
+		if err != nil {
+			return nil, err
+		}
+		c := redis.NewClient(opt)
+		r.clients = append(r.clients, c)
+		ps = append(ps, goredis.NewPool(c))
+	}
+	r.rs = redsync.New(ps...)
+	return r, nil
+}
+
+func (r *rsync) name() string { return "redsync" }
+func (r *rsync) try(ctx context.Context, key string) (func() error, error) {
+	m := r.rs.NewMutex(key, redsync.WithExpiry(benchTTL), redsync.WithTries(1))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func() error { _, err := m.UnlockContext(context.Background()); return err }, nil
+}
+func (r *rsync) lock(ctx context.Context, key string) (func() error, error) {
+	for {
+		m := r.rs.NewMutex(key, redsync.WithExpiry(benchTTL))
+		err := m.LockContext(ctx)
+		if err == nil {
+			return func() error { _, err := m.UnlockContext(context.Background()); return err }, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// ErrFailed after its 32 tries: try again, as a caller would.
+	}
+}
+func (r *rsync) close() {
+	for _, c := range r.clients {
+		_ = c.Close()
+	}
+}
+
+// single: the floor, one node, SET NX PX and a compare-and-delete script.
+type single struct{ c *redis.Client }
+
+var releaseScript = redis.NewScript(`if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+func newSingle(url string) (*single, error) {
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	opt.ContextTimeoutEnabled = true
+	return &single{redis.NewClient(opt)}, nil
+}
+
+var errHeld = errors.New("held")
+
+func (s *single) name() string { return "single-node" }
+func (s *single) try(ctx context.Context, key string) (func() error, error) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	v := hex.EncodeToString(b[:])
+	ok, err := s.c.SetNX(ctx, key, v, benchTTL).Result()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, errHeld
+	}
+	return func() error { return releaseScript.Run(context.Background(), s.c, []string{key}, v).Err() }, nil
+}
+func (s *single) lock(ctx context.Context, key string) (func() error, error) {
+	for {
+		u, err := s.try(ctx, key)
+		if err == nil {
+			return u, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		time.Sleep(time.Duration(1+mrand.IntN(4)) * time.Millisecond)
+	}
+}
+func (s *single) close() { _ = s.c.Close() }
+
+func newContenders(urls []string) ([]contender, error) {
+	o, err := newOurs(urls)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newRsync(urls)
+	if err != nil {
+		return nil, err
+	}
+	s, err := newSingle(urls[0])
+	if err != nil {
+		return nil, err
+	}
+	return []contender{o, r, s}, nil
+}
+
+func closeContenders(cs []contender) {
+	for _, c := range cs {
+		c.close()
+	}
+}
