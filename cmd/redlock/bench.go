@@ -76,7 +76,7 @@ type benchCfg struct {
 func cmdBench(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "short run (under a minute) for tests and CI")
-	outDir := fs.String("out", "bench-results", "directory for results.json, results.md and the PNG plots")
+	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: bench/results at the repo root)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
@@ -450,4 +450,15 @@ func (p *progress) step(label string) {
 
 func (p *progress) done() {
 	fmt.Fprintf(p.w, "\r[%s] done in %.0fs%s\n", strings.Repeat("#", 30), time.Since(p.start).Seconds(), strings.Repeat(" ", 50))
+}
+
+// defaultOutDir is bench/results at the repository root when run from the
+// repo root or from cmd/redlock (as `make` does), else bench/results here.
+func defaultOutDir() string {
+	if _, err := os.Stat("../../go.mod"); err == nil {
+		if _, err := os.Stat("../../cmd/redlock/go.mod"); err == nil {
+			return filepath.Join("..", "..", "bench", "results")
+		}
+	}
+	return filepath.Join("bench", "results")
 }
