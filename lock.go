@@ -104,7 +104,7 @@ func (l *Lock) late(i int, v quorum.Vote) {
 	st := l.state
 	l.mu.Unlock()
 	if st == stateFailed || st == stateReleased {
-		ctx, cancel := context.WithTimeout(context.Background(), l.c.callTimeout(l.ttl))
+		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
 		defer cancel()
 		_, _ = l.c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}
@@ -210,7 +210,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.state = stateReleased
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	out := c.round(bg, l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
+	out := c.roundWithin(bg, c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
 		return n.ReleaseArgs(ctx, l.keys, l.args)
 	}).Wait(bg)
 	if out.Reached {

@@ -348,7 +348,27 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 // last of them has returned.
 func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, quorum.Vote),
 	op func(context.Context, *node.Node) (bool, error)) *quorum.Round {
-	ctx, cancel := context.WithTimeout(ctx, c.callTimeout(l.ttl))
+	return c.roundWithin(ctx, c.callTimeout(l.ttl), l, need, late, op)
+}
+
+// releaseTimeout bounds the calls of Release and of late clean-ups. They
+// do not hold up the caller (Release returns at quorum), and a release cut
+// short leaves a key that blocks everyone until its TTL, so they get ten
+// node timeouts, at most a quarter of the TTL.
+func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
+	d := 10 * c.o.nodeTimeout
+	if q := ttl / 4; q < d {
+		d = q
+	}
+	if t := c.callTimeout(ttl); d < t {
+		d = t
+	}
+	return d
+}
+
+func (c *Client) roundWithin(ctx context.Context, timeout time.Duration, l *Lock, need int, late func(int, quorum.Vote),
+	op func(context.Context, *node.Node) (bool, error)) *quorum.Round {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	return quorum.Start(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel},
 		func(ctx context.Context, i int) (bool, error) { return op(ctx, c.nodes[i]) })
 }
