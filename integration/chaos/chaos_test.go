@@ -94,7 +94,10 @@ func scenarios() []struct {
 			s.Sanity, s.Keys, s.Rate, s.HoldToEnd = "overlap", 1, 0.8, true
 		}),
 	}
-	short := map[string]bool{"contention": true, "nemesis-mixed": true, "sanity-restart-no-persistence": true,
+	// Short mode leaves the randomized restart sanity case to full mode:
+	// on loaded cores it got too few acquisitions (6 in one run) to hit
+	// the double grant; TestSanityRestartDeterministic covers it always.
+	short := map[string]bool{"contention": true, "nemesis-mixed": true,
 		"sanity-pause-past-ttl-unfenced": true, "sanity-clock-skew-outside-budget": true}
 	var out []struct {
 		short bool
