@@ -3,20 +3,21 @@
 GO ?= go
 RACE ?= -race
 
-.PHONY: demo test check unit integration chaos chaos-full bench bench-quick compose-check ci
+.PHONY: demo test check unit integration cli chaos chaos-full bench bench-go bench-quick compose-check ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite (format, vet, unit, integration, CLI, metrics, chaos short mode)
-test: check unit integration
+## test: the full test suite: gofmt, vet, unit, integration, CLI, chaos short mode (processes and containers)
+test: check unit integration cli chaos
 	@echo "make test: all passed"
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
+	cd cmd/redlock && $(GO) vet ./...
 
 unit:
 	$(GO) test $(RACE) -count=1 ./...
@@ -25,7 +26,35 @@ integration:
 	@scripts/ensure-redis.sh
 	cd integration && $(GO) test $(RACE) -count=1 ./core/
 
-## bench: acquire+release on 5 local nodes, healthy and one frozen (go test -bench)
+cli:
+	@scripts/ensure-redis.sh
+	cd cmd/redlock && $(GO) test $(RACE) -count=1 ./...
+
+## chaos: short chaos suite (< 2 min); chaos-full: every scenario (< 10 min)
+chaos:
+	@scripts/ensure-redis.sh
+	cd integration && $(GO) test $(RACE) -count=1 -timeout 10m ./chaos/
+
+chaos-full:
+	@scripts/ensure-redis.sh
+	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
+
+## bench: this library vs go-redsync, side by side; writes bench/results/
 bench:
 	@scripts/ensure-redis.sh
+	cd cmd/redlock && $(GO) run . bench --out ../../bench/results
+
+bench-quick:
+	@scripts/ensure-redis.sh
+	cd cmd/redlock && $(GO) run . bench --quick --out $${TMPDIR:-/tmp}/redlock-bench-quick
+
+## bench-go: go test -bench of acquire+release on 5 nodes, healthy and one frozen
+bench-go:
+	@scripts/ensure-redis.sh
 	cd integration && $(GO) test -run '^$$' -bench AcquireRelease -benchtime 2000x -count 5 ./core/
+
+compose-check:
+	scripts/compose-check.sh
+
+## ci: what .ci/run runs after installing redis-server
+ci: test chaos-full compose-check bench-quick
