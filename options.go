@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/quorum"
 )
 
 // Defaults of the Client options.
@@ -149,14 +150,11 @@ func (o *options) validate(n int) error {
 	case o.clock == nil:
 		return invalid("nil clock")
 	}
-	k := o.quorum.need(n)
-	switch {
-	case o.quorum.k < -1:
+	if o.quorum.k < -1 {
 		return invalid("quorum AtLeast(k) needs k >= 1")
-	case k > n:
-		return invalid("quorum of %d is more than the %d nodes", k, n)
-	case k <= n/2:
-		return invalid("quorum of %d of %d nodes would let two holders in at once (need more than %d)", k, n, n/2)
+	}
+	if err := quorum.Check(n, o.quorum.need(n)); err != nil {
+		return invalid("%v", err)
 	}
 	return nil
 }

@@ -64,9 +64,6 @@ func New(client redis.UniversalClient, track Tracker) *Node {
 // Addr returns the address this node reports in errors and logs.
 func (n *Node) Addr() string { return n.addr }
 
-// Client returns the underlying client.
-func (n *Node) Client() redis.UniversalClient { return n.client }
-
 // Acquire sets keys to value with ttl if each is free or already ours. It
 // reports whether the node granted the lock. An error means the outcome is
 // unknown: the script may have run.

@@ -234,8 +234,3 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 
 // WaitAll blocks until every call has returned, stragglers included.
 func (r *Round) WaitAll() { r.wg.Wait() }
-
-// Run starts a round and waits for its decision.
-func Run(ctx context.Context, cfg Config, call Call) Outcome {
-	return Start(ctx, cfg, call).Wait(ctx)
-}
