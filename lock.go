@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
 	"github.com/redlock-go/redlock/quorum"
 )
 
@@ -33,7 +32,20 @@ type Lock struct {
 	acquired time.Time     // start of the successful attempt
 	deadline time.Time     // end of validity on the client's monotonic clock
 	votes    []quorum.Vote // of the acquisition or last extension
+
+	// Stragglers of the winning acquisition round. A SET still in flight
+	// to node i when the round was decided may run there after a release
+	// sent later on another connection; Release therefore waits, per node,
+	// for that answer before it sends (bits of nodes 0..63; more nodes fall
+	// back to a second release when the late answer comes).
+	attempt  int       // the round in progress or won
+	lateSeen uint64    // nodes of that round that answered after its decision
+	pending  uint64    // nodes of the won round whose answer is still due
+	answered sync.Cond // signalled when pending shrinks; L is &mu
 }
+
+// maskable reports whether node i has a bit in Lock.pending.
+func maskable(i int) bool { return i < 64 }
 
 // Key returns the (first) locked key.
 func (l *Lock) Key() string { return l.keys[0] }
@@ -92,22 +104,52 @@ func (l *Lock) setState(s lockState) {
 	l.mu.Unlock()
 }
 
-// late handles an acquisition answer that arrived after its round was
-// decided. If the lock is no longer wanted, a yes (or an unknown outcome)
-// there is undone; while the call is still retrying or the lock is held,
-// the key is ours and the final release reaches it.
-func (l *Lock) late(i int, v quorum.Vote) {
-	if !v.OK && v.Err == nil {
-		return
-	}
+// late handles an answer of acquisition round attempt that arrived after
+// the round was decided. If the lock is no longer wanted, a yes (or an
+// unknown outcome) there is undone. While the call is still retrying or the
+// lock is held, the key is ours and the final release reaches it: Release
+// waits for this answer before it sends to node i, so the release cannot
+// overtake the SET.
+func (l *Lock) late(attempt, i int, v quorum.Vote) {
 	l.mu.Lock()
+	ordered := attempt == l.attempt && maskable(i)
+	if ordered {
+		l.lateSeen |= 1 << i
+		if l.pending&(1<<i) != 0 {
+			l.pending &^= 1 << i
+			l.answered.Broadcast()
+		}
+	}
 	st := l.state
 	l.mu.Unlock()
-	if st == stateFailed || st == stateReleased {
+	if !v.OK && v.Err == nil {
+		return // a plain no: nothing was written
+	}
+	if st == stateFailed || (st == stateReleased && !ordered) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
 		defer cancel()
 		_, _ = l.c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}
+}
+
+// startRound records that acquisition round attempt begins.
+func (l *Lock) startRound(attempt int) {
+	l.mu.Lock()
+	l.attempt, l.lateSeen = attempt, 0
+	l.mu.Unlock()
+}
+
+// awaitAnswer blocks until the won round's call to node i has returned. It
+// is bounded by that call's own deadline.
+func (l *Lock) awaitAnswer(i int) {
+	if !maskable(i) {
+		return
+	}
+	l.mu.Lock()
+	for l.pending&(1<<i) != 0 {
+		l.answered.Wait()
+	}
+	l.mu.Unlock()
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -153,8 +195,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	start := c.o.clock.Now()
-	out := c.round(ctx, l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.Extend(ctx, l.keys, l.owner, ttl)
+	out := c.round(ctx, l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+		return c.nodes[i].Extend(ctx, l.keys, l.owner, ttl)
 	}).Wait(ctx)
 	now := c.o.clock.Now()
 	l.mu.Lock()
@@ -210,8 +252,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.state = stateReleased
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	out := c.roundWithin(bg, c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.ReleaseArgs(ctx, l.keys, l.args)
+	out := c.roundWithin(bg, c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+		l.awaitAnswer(i)
+		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).Wait(bg)
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil)

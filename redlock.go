@@ -294,6 +294,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	begin := c.o.clock.Now()
 	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, args: []interface{}{owner}, ttl: ttl}
+	l.answered.L = &l.mu
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	for attempt := 1; ; attempt++ {
 		start := c.o.clock.Now()
@@ -301,8 +302,10 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if attempt == 1 {
 			acquire = (*node.Node).AcquireNew // no node can hold a fresh owner value
 		}
-		out := c.round(ctx, l, c.need, l.late, func(ctx context.Context, n *node.Node) (bool, error) {
-			return acquire(n, ctx, l.keys, owner, ttl)
+		l.startRound(attempt)
+		late := func(i int, v quorum.Vote) { l.late(attempt, i, v) }
+		out := c.round(ctx, l, c.need, late, func(ctx context.Context, i int) (bool, error) {
+			return acquire(c.nodes[i], ctx, l.keys, owner, ttl)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
@@ -311,6 +314,12 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 			l.acquired = start
 			l.deadline = start.Add(ttl - drift)
 			l.votes = out.Votes
+			for i, v := range out.Votes {
+				if !v.Done && maskable(i) {
+					l.pending |= 1 << i
+				}
+			}
+			l.pending &^= l.lateSeen
 			l.mu.Unlock()
 			c.done(ctx, "acquire", l, begin, attempt, out, nil)
 			return l, nil
@@ -347,7 +356,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 // the decision. The calls share one deadline context, cancelled once the
 // last of them has returned.
 func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, quorum.Vote),
-	op func(context.Context, *node.Node) (bool, error)) *quorum.Round {
+	op quorum.Call) *quorum.Round {
 	return c.roundWithin(ctx, c.callTimeout(l.ttl), l, need, late, op)
 }
 
@@ -367,10 +376,9 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 }
 
 func (c *Client) roundWithin(ctx context.Context, timeout time.Duration, l *Lock, need int, late func(int, quorum.Vote),
-	op func(context.Context, *node.Node) (bool, error)) *quorum.Round {
+	op quorum.Call) *quorum.Round {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	return quorum.Start(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel},
-		func(ctx context.Context, i int) (bool, error) { return op(ctx, c.nodes[i]) })
+	return quorum.Start(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}, op)
 }
 
 // releaseAll sends release to every node and waits until every call has
@@ -379,8 +387,8 @@ func (c *Client) roundWithin(ctx context.Context, timeout time.Duration, l *Lock
 // attempt reuses the owner value, and a release still in flight could
 // delete a key that attempt already counted.
 func (c *Client) releaseAll(ctx context.Context, l *Lock) {
-	c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, n *node.Node) (bool, error) {
-		return n.ReleaseArgs(ctx, l.keys, l.args)
+	c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
+		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).WaitAll()
 }
 

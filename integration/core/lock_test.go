@@ -569,3 +569,71 @@ func TestMaxHold(t *testing.T) {
 		t.Fatal("refused extension changed the lock")
 	}
 }
+
+// A Release right after TryLock returned at quorum, while one node's SET is
+// still on its way, must reach that node after the SET (else the key would
+// stay behind until its TTL), and with one release only: Release waits for
+// the straggler's answer instead of sending a second clean-up after it.
+func TestReleaseOrderedAfterStragglerSet(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	slow, err := harness.NewProxy(func() string { return nodes[4].Addr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	urls := harness.URLs(nodes)
+	urls[4] = slow.URL()
+	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	// Warm up: connections dialled and the release script cached on every
+	// node, so the counted cycle below sends EVALSHA once per release.
+	l, err := c.TryLock(ctx, "warm", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	direct := nodes[4].Client()
+	defer direct.Close()
+	if err := direct.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	slow.SetLatency(40 * time.Millisecond)
+	l, err = c.TryLock(ctx, "k", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Nodes()[4].Err; !errors.Is(got, redlock.ErrPending) {
+		t.Fatalf("slow node's vote = %v, want it still pending when TryLock returned", got)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Close() // waits for the slow node's SET and release
+	vals, _ := raw(t, nodes, "k")
+	if count(vals, "") != 5 {
+		t.Fatalf("keys left after release: %v", vals)
+	}
+	stats, err := direct.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var releases int
+	for _, line := range strings.Split(stats, "\n") {
+		if strings.HasPrefix(line, "cmdstat_evalsha:") || strings.HasPrefix(line, "cmdstat_eval:") {
+			var calls int
+			fmt.Sscanf(line[strings.Index(line, "calls=")+len("calls="):], "%d", &calls)
+			releases += calls
+		}
+	}
+	if releases != 1 {
+		t.Fatalf("slow node got %d release scripts, want exactly 1\n%s", releases, stats)
+	}
+}
