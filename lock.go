@@ -179,17 +179,22 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	switch {
 	case l.state != stateHeld:
 		l.mu.Unlock()
-		return fmt.Errorf("%w: extend %q: lock was released or lost", ErrNotHeld, l.keys)
+		err := fmt.Errorf("%w: extend %q: lock was released or lost", ErrNotHeld, l.keys)
+		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, err, 0)
+		return err
 	case l.remaining() <= 0:
 		l.state = stateReleased
 		l.mu.Unlock()
 		qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Err: ErrLockLost}
-		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe)
+		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe, 0)
 		return qe
 	}
 	if mh := c.o.maxHold; mh > 0 && begin.Add(ttl).After(l.acquired.Add(mh)) {
+		left := l.remaining()
 		l.mu.Unlock()
-		return fmt.Errorf("%w: extend %q by %v would pass the max hold of %v", ErrNotExtended, l.keys, ttl, mh)
+		err := fmt.Errorf("%w: extend %q by %v would pass the max hold of %v", ErrNotExtended, l.keys, ttl, mh)
+		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, err, left)
+		return err
 	}
 	l.mu.Unlock()
 
@@ -205,8 +210,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		l.deadline = newDeadline
 		l.ttl = ttl
 		l.votes = out.Votes
+		left := l.remaining()
 		l.mu.Unlock()
-		c.done(ctx, "extend", l, begin, 1, out, nil)
+		c.done(ctx, "extend", l, begin, 1, out, nil, left)
 		return nil
 	}
 	// Some nodes may have taken a shorter TTL: never move the deadline
@@ -226,8 +232,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
+	left := l.remaining()
 	l.mu.Unlock()
-	c.done(ctx, "extend", l, begin, 1, out, qe)
+	c.done(ctx, "extend", l, begin, 1, out, qe, left)
 	return qe
 }
 
@@ -247,8 +254,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	if l.state != stateHeld {
 		l.mu.Unlock()
-		return fmt.Errorf("%w: release %q: lock was already released, lost or never acquired", ErrNotHeld, l.keys)
+		err := fmt.Errorf("%w: release %q: lock was already released, lost or never acquired", ErrNotHeld, l.keys)
+		c.done(ctx, "release", l, begin, 0, quorum.Outcome{}, err, 0)
+		return err
 	}
+	left := l.remaining()
 	l.state = stateReleased
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
@@ -257,17 +267,18 @@ func (l *Lock) Release(ctx context.Context) error {
 		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).Wait(bg)
 	if out.Reached {
-		c.done(ctx, "release", l, begin, 1, out, nil)
+		c.done(ctx, "release", l, begin, 1, out, nil, left)
 		return nil
 	}
 	qe := &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 		Nodes: c.results(out), Err: ErrNotHeld}
-	c.done(ctx, "release", l, begin, 1, out, qe)
+	c.done(ctx, "release", l, begin, 1, out, qe, left)
 	return qe
 }
 
-// done logs and observes the end of an operation.
-func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, attempts int, out quorum.Outcome, err error) {
+// done logs and observes the end of an operation on l. remaining is the
+// validity the Event reports.
+func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, attempts int, out quorum.Outcome, err error, remaining time.Duration) {
 	elapsed := c.o.clock.Now().Sub(begin)
 	if lg := c.o.logger; lg != nil {
 		level, msg := slog.LevelDebug, "redlock: "+op
@@ -301,13 +312,19 @@ func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, 
 			lg.LogAttrs(ctx, level, msg, attrs...)
 		}
 	}
-	if c.o.observer != nil {
-		var nodes []NodeResult
-		if qe, ok := err.(*QuorumError); ok {
-			nodes = qe.Nodes
-		} else if out.Votes != nil {
-			nodes = c.results(out)
-		}
-		c.o.observer(Event{Op: op, Keys: l.keys, Err: err, Attempts: attempts, Elapsed: elapsed, Nodes: nodes})
+	if len(c.o.observers) == 0 {
+		return
+	}
+	e := Event{Op: op, Keys: l.keys, Err: err, Attempts: attempts, Elapsed: elapsed, Remaining: remaining}
+	if qe, ok := err.(*QuorumError); ok {
+		e.Nodes = qe.Nodes
+	} else if out.Votes != nil {
+		e.Nodes = c.results(out)
+	}
+	if err == nil || op != "acquire" {
+		e.Lock = l
+	}
+	for _, fn := range c.o.observers {
+		fn(e)
 	}
 }

@@ -58,7 +58,7 @@ type options struct {
 	maxHold     time.Duration
 	logger      *slog.Logger
 	clock       clock.Clock
-	observer    func(Event)
+	observers   []func(Event)
 }
 
 func defaults() options {
@@ -118,19 +118,33 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // clock.Real, monotonic). Tests use clock.Fake; chaos tests clock.Scaled.
 func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
-// WithObserver calls fn after every Lock, TryLock, Extend and Release, on the
-// caller's goroutine; fn must be fast and safe for concurrent use. It is the
-// hook for metrics.
-func WithObserver(fn func(Event)) Option { return func(o *options) { o.observer = fn } }
+// WithObserver calls fn after every Lock, TryLock, LockKeys, TryLockKeys,
+// Extend and Release that got past input validation, on the caller's
+// goroutine; fn must be fast and safe for concurrent use. It is the hook for
+// metrics (see the redlockotel module). Each WithObserver adds one observer;
+// they run in the order given.
+func WithObserver(fn func(Event)) Option {
+	return func(o *options) { o.observers = append(o.observers, fn) }
+}
 
 // Event describes one finished operation, for metrics and tracing.
 type Event struct {
 	Op       string        // "acquire", "extend" or "release"
 	Keys     []string      // the lock's keys (do not modify)
 	Err      error         // nil on success
-	Attempts int           // rounds made
-	Elapsed  time.Duration // wall time of the whole call, monotonic
-	Nodes    []NodeResult  // the last round (do not modify)
+	Attempts int           // rounds made (0: refused before any round)
+	Elapsed  time.Duration // time of the whole call, on the Client's clock
+	Nodes    []NodeResult  // the last round, nil if there was none (do not modify)
+
+	// Lock is the handle the operation acted on; nil when an acquisition
+	// failed.
+	Lock *Lock
+
+	// Remaining is the validity left: after an acquisition or extension,
+	// when the call returned (0 if it failed); for a release, when Release
+	// was called (0 means the lock's validity had already run out: the
+	// holder kept it past its deadline).
+	Remaining time.Duration
 }
 
 func (o *options) validate(n int) error {
@@ -149,6 +163,11 @@ func (o *options) validate(n int) error {
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.clock == nil:
 		return invalid("nil clock")
+	}
+	for _, fn := range o.observers {
+		if fn == nil {
+			return invalid("nil observer")
+		}
 	}
 	if o.quorum.k < -1 {
 		return invalid("quorum AtLeast(k) needs k >= 1")

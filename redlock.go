@@ -285,9 +285,6 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Err: ErrNotObtained, Cause: err}
-	}
 	owner, err := newOwner()
 	if err != nil {
 		return nil, err
@@ -295,6 +292,12 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	begin := c.o.clock.Now()
 	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, args: []interface{}{owner}, ttl: ttl}
 	l.answered.L = &l.mu
+	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
+		l.state = stateFailed
+		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Err: ErrNotObtained, Cause: err}
+		c.done(ctx, "acquire", l, begin, 0, quorum.Outcome{}, qe, 0)
+		return nil, qe
+	}
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	for attempt := 1; ; attempt++ {
 		start := c.o.clock.Now()
@@ -320,8 +323,9 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 				}
 			}
 			l.pending &^= l.lateSeen
+			left := l.remaining()
 			l.mu.Unlock()
-			c.done(ctx, "acquire", l, begin, attempt, out, nil)
+			c.done(ctx, "acquire", l, begin, attempt, out, nil, left)
 			return l, nil
 		}
 		// A failed attempt releases everywhere, also where the call timed
@@ -347,7 +351,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if out.Reached {
 			qe.Validity = validity
 		}
-		c.done(ctx, "acquire", l, begin, attempt, out, qe)
+		c.done(ctx, "acquire", l, begin, attempt, out, qe, 0)
 		return nil, qe
 	}
 }

@@ -71,6 +71,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative attempts", three, []Option{WithMaxAttempts(-1)}, "max attempts"},
 		{"nil clock", three, []Option{WithClock(nil)}, "nil clock"},
 		{"nil option", three, []Option{nil}, "nil option"},
+		{"nil observer", three, []Option{WithObserver(func(Event) {}), WithObserver(nil)}, "nil observer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -289,7 +290,13 @@ func TestOwnerValues(t *testing.T) {
 }
 
 func TestDoneContextBeforeNetwork(t *testing.T) {
-	c, err := New(unreachable(3), WithNodeTimeout(time.Hour))
+	var seen []string
+	observe := func(tag string) Option {
+		return WithObserver(func(e Event) {
+			seen = append(seen, fmt.Sprintf("%s:%s:%d:%v:%v", tag, e.Op, e.Attempts, e.Lock == nil, errors.Is(e.Err, context.Canceled)))
+		})
+	}
+	c, err := New(unreachable(3), WithNodeTimeout(time.Hour), observe("a"), observe("b"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,6 +306,11 @@ func TestDoneContextBeforeNetwork(t *testing.T) {
 	_, err = c.Lock(ctx, "k", time.Second)
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrNotObtained) {
 		t.Fatalf("err = %v", err)
+	}
+	// Both observers, in order, see a failed acquisition with no round
+	// and no lock handle.
+	if got := strings.Join(seen, " "); got != "a:acquire:0:true:true b:acquire:0:true:true" {
+		t.Fatalf("events = %s", got)
 	}
 }
 

@@ -509,6 +509,17 @@ func TestLoggerAndObserver(t *testing.T) {
 	ops := []string{}
 	for _, e := range events {
 		ops = append(ops, fmt.Sprintf("%s:%v", e.Op, e.Err == nil))
+		// The handle is there unless an acquisition failed; validity is
+		// reported for every success (each ran well inside the 1s TTL).
+		if (e.Lock == nil) != (e.Op == "acquire" && e.Err != nil) || (e.Lock != nil && e.Lock != l) {
+			t.Errorf("%s event: Lock = %p, want %p", e.Op, e.Lock, l)
+		}
+		if e.Err == nil && (e.Remaining <= 0 || e.Remaining > time.Second) {
+			t.Errorf("%s event: Remaining = %v", e.Op, e.Remaining)
+		}
+		if e.Attempts < 1 || len(e.Nodes) != 3 {
+			t.Errorf("%s event: %d attempts, %d node results", e.Op, e.Attempts, len(e.Nodes))
+		}
 	}
 	if got := strings.Join(ops, " "); got != "acquire:true acquire:false extend:true release:true" {
 		t.Fatalf("events = %s", got)
