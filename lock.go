@@ -200,7 +200,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	start := c.o.clock.Now()
-	out := c.round(ctx, l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+	out := c.round(ctx, "extend", l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		return c.nodes[i].Extend(ctx, l.keys, l.owner, ttl)
 	}).Wait(ctx)
 	now := c.o.clock.Now()
@@ -262,7 +262,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.state = stateReleased
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	out := c.roundWithin(bg, c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		l.awaitAnswer(i)
 		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).Wait(bg)

@@ -59,6 +59,7 @@ type options struct {
 	logger      *slog.Logger
 	clock       clock.Clock
 	observers   []func(Event)
+	nodeObs     []func(NodeEvent)
 }
 
 func defaults() options {
@@ -127,6 +128,28 @@ func WithObserver(fn func(Event)) Option {
 	return func(o *options) { o.observers = append(o.observers, fn) }
 }
 
+// WithNodeObserver calls fn after every call to a node, also those that
+// finish after their round was decided (a call returns at quorum and does
+// not wait for slow nodes), on the goroutine that made the node call; fn
+// must be fast and safe for concurrent use. It shows per-node latency,
+// errors and timeouts, which Event.Nodes cannot (there a slow node is only
+// ErrPending). Each WithNodeObserver adds one observer.
+func WithNodeObserver(fn func(NodeEvent)) Option {
+	return func(o *options) { o.nodeObs = append(o.nodeObs, fn) }
+}
+
+// NodeEvent is the answer of one node call.
+type NodeEvent struct {
+	Op string // "acquire", "extend" or "release" (also the clean-up of a failed attempt)
+	NodeResult
+	// Late: the answer came after the round was decided; the caller did
+	// not wait for it.
+	Late bool
+	// Canceled: the call failed after the caller's ctx had ended, which
+	// is then the likely cause (not the node or its deadline).
+	Canceled bool
+}
+
 // Event describes one finished operation, for metrics and tracing.
 type Event struct {
 	Op       string        // "acquire", "extend" or "release"
@@ -167,6 +190,11 @@ func (o *options) validate(n int) error {
 	for _, fn := range o.observers {
 		if fn == nil {
 			return invalid("nil observer")
+		}
+	}
+	for _, fn := range o.nodeObs {
+		if fn == nil {
+			return invalid("nil node observer")
 		}
 	}
 	if o.quorum.k < -1 {

@@ -307,7 +307,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		}
 		l.startRound(attempt)
 		late := func(i int, v quorum.Vote) { l.late(attempt, i, v) }
-		out := c.round(ctx, l, c.need, late, func(ctx context.Context, i int) (bool, error) {
+		out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
 			return acquire(c.nodes[i], ctx, l.keys, owner, ttl)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
@@ -359,9 +359,9 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 // round sends op to every node under the per-node deadline and returns at
 // the decision. The calls share one deadline context, cancelled once the
 // last of them has returned.
-func (c *Client) round(ctx context.Context, l *Lock, need int, late func(int, quorum.Vote),
+func (c *Client) round(ctx context.Context, name string, l *Lock, need int, late func(int, quorum.Vote),
 	op quorum.Call) *quorum.Round {
-	return c.roundWithin(ctx, c.callTimeout(l.ttl), l, need, late, op)
+	return c.roundWithin(ctx, name, c.callTimeout(l.ttl), l, need, late, op)
 }
 
 // releaseTimeout bounds the calls of Release and of late clean-ups. They
@@ -379,10 +379,21 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 	return d
 }
 
-func (c *Client) roundWithin(ctx context.Context, timeout time.Duration, l *Lock, need int, late func(int, quorum.Vote),
+func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Duration, l *Lock, need int, late func(int, quorum.Vote),
 	op quorum.Call) *quorum.Round {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
-	return quorum.Start(ctx, quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}, op)
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
+	if len(c.o.nodeObs) > 0 {
+		cfg.Observe = func(i int, v quorum.Vote) {
+			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
+				Late: !v.Done, Canceled: v.Err != nil && parent.Err() != nil}
+			for _, fn := range c.o.nodeObs {
+				fn(e)
+			}
+		}
+	}
+	return quorum.Start(ctx, cfg, op)
 }
 
 // releaseAll sends release to every node and waits until every call has
@@ -391,7 +402,7 @@ func (c *Client) roundWithin(ctx context.Context, timeout time.Duration, l *Lock
 // attempt reuses the owner value, and a release still in flight could
 // delete a key that attempt already counted.
 func (c *Client) releaseAll(ctx context.Context, l *Lock) {
-	c.round(context.WithoutCancel(ctx), l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
+	c.round(context.WithoutCancel(ctx), "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
 		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).WaitAll()
 }

@@ -72,6 +72,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"nil clock", three, []Option{WithClock(nil)}, "nil clock"},
 		{"nil option", three, []Option{nil}, "nil option"},
 		{"nil observer", three, []Option{WithObserver(func(Event) {}), WithObserver(nil)}, "nil observer"},
+		{"nil node observer", three, []Option{WithNodeObserver(nil)}, "nil node observer"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

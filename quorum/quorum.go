@@ -65,6 +65,11 @@ type Config struct {
 	// the goroutine that made the call.
 	Late func(node int, v Vote)
 
+	// Observe, if set, receives every vote, on time or late (v.Done
+	// false), on the goroutine that made the call, after the vote was
+	// counted and before Late.
+	Observe func(node int, v Vote)
+
 	// Track, if set, is incremented for each call and decremented when it
 	// returns, so an owner can wait for stragglers.
 	Track Tracker
@@ -151,34 +156,35 @@ func (r *Round) record(i int, ok bool, err error) {
 	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start)}
 	r.mu.Lock()
 	r.running--
-	last := r.running == 0
-	if last && r.cfg.Finally != nil {
+	if r.running == 0 && r.cfg.Finally != nil {
 		defer r.cfg.Finally()
 	}
-	if r.decided {
-		r.mu.Unlock()
-		if r.cfg.Late != nil {
-			r.cfg.Late(i, v)
+	late := r.decided
+	if !late {
+		v.Done = true
+		r.votes[i] = v
+		switch {
+		case err != nil:
+			r.failed++
+		case v.OK:
+			if r.counts(i) {
+				r.yes++
+			}
+		default:
+			r.no++
 		}
-		return
-	}
-	v.Done = true
-	r.votes[i] = v
-	switch {
-	case err != nil:
-		r.failed++
-	case v.OK:
 		if r.counts(i) {
-			r.yes++
+			r.left--
 		}
-	default:
-		r.no++
+		r.check()
 	}
-	if r.counts(i) {
-		r.left--
-	}
-	r.check()
 	r.mu.Unlock()
+	if r.cfg.Observe != nil {
+		r.cfg.Observe(i, v)
+	}
+	if late && r.cfg.Late != nil {
+		r.cfg.Late(i, v)
+	}
 }
 
 // check decides the round if the outcome is known. r.mu must be held (or r

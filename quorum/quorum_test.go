@@ -78,7 +78,10 @@ func TestDecision(t *testing.T) {
 func TestLateVotesReachCallback(t *testing.T) {
 	var mu sync.Mutex
 	late := map[int]Vote{}
-	cfg := Config{N: 3, Need: 2, Late: func(i int, v Vote) { mu.Lock(); late[i] = v; mu.Unlock() }}
+	seen := map[int]Vote{}
+	cfg := Config{N: 3, Need: 2,
+		Late:    func(i int, v Vote) { mu.Lock(); late[i] = v; mu.Unlock() },
+		Observe: func(i int, v Vote) { mu.Lock(); seen[i] = v; mu.Unlock() }}
 	out, done, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true, block: true}})
 	if !out.Reached {
 		t.Fatal("not reached")
@@ -91,6 +94,10 @@ func TestLateVotesReachCallback(t *testing.T) {
 	}
 	if len(late) != 1 {
 		t.Fatalf("late = %v, want only node 2", late)
+	}
+	// Observe sees every vote: the two on time as Done, the late one not.
+	if len(seen) != 3 || !seen[0].Done || !seen[1].Done || seen[2].Done || !seen[2].OK {
+		t.Fatalf("observed = %+v, want all three, node 2 late", seen)
 	}
 }
 
