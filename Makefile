@@ -9,7 +9,7 @@ RACE ?= -race
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite: gofmt, vet, unit, integration, CLI, chaos short mode (processes and containers)
+## test: the full test suite: gofmt, vet, unit, integration (core and metrics), CLI, chaos short mode (processes and containers)
 test: check unit integration cli chaos
 	@echo "make test: all passed"
 
@@ -18,13 +18,15 @@ check:
 	$(GO) vet ./...
 	cd integration && $(GO) vet ./...
 	cd cmd/redlock && $(GO) vet ./...
+	cd redlockotel && $(GO) vet ./...
 
 unit:
 	$(GO) test $(RACE) -count=1 ./...
+	cd redlockotel && $(GO) test $(RACE) -count=1 ./...
 
 integration:
 	@scripts/ensure-redis.sh
-	cd integration && $(GO) test $(RACE) -count=1 ./core/
+	cd integration && $(GO) test $(RACE) -count=1 ./core/ ./metrics/
 
 cli:
 	@scripts/ensure-redis.sh

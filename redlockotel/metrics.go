@@ -1,0 +1,300 @@
+// Package redlockotel records the operations of a redlock.Client as
+// OpenTelemetry metrics. It is its own module so that the lock library does
+// not depend on an OpenTelemetry SDK; this package uses only the metric API,
+// and the application picks the SDK and exporter (Prometheus, OTLP, ...).
+//
+// Wire it in through the Client's observer hooks:
+//
+//	m, err := redlockotel.New(redlockotel.WithMeterProvider(provider))
+//	...
+//	defer m.Close()
+//	c, err := redlock.NewFromURLs(urls, m.Options()...)
+//
+// # Instruments
+//
+//	redlock.acquire.duration  histogram, s        Lock/TryLock calls by redlock.outcome
+//	redlock.acquire.attempts  histogram, {attempt} rounds per call by redlock.outcome
+//	redlock.renewals          counter, {renewal}  Extend calls by redlock.outcome
+//	redlock.releases          counter, {release}  Release calls by redlock.outcome
+//	redlock.locks.lost        counter, {lock}     locks found lost, by redlock.op
+//	redlock.locks.held        gauge, {lock}       locks held now (acquired, not released, validity left)
+//	redlock.node.duration     histogram, s        every node call's answer time by redlock.node, redlock.op
+//	redlock.node.errors       counter, {error}    failed node calls by redlock.node, redlock.op, error.type
+//
+// redlock.outcome is, for acquisitions: acquired; held (enough nodes said
+// no: someone else holds the key); unavailable (too few nodes answered);
+// validity_expired (a quorum answered, too late to use); canceled or
+// deadline (the caller's ctx ended the call). For renewals: extended,
+// not_extended (nodes failed; the lock stays valid to its deadline), lost,
+// not_held (released before), canceled. For releases: released, not_held.
+//
+// redlock.locks.lost counts an Extend that found the lock lost (op=extend)
+// and a Release called after the lock's validity had run out (op=release):
+// the holder kept working past its deadline, where another client may
+// already have held the lock.
+//
+// The node instruments count every node call when it ends, also the calls
+// that end after their round was decided (a round returns at quorum and does
+// not wait for a slow or frozen node; that node's timeouts show here).
+// error.type is timeout (the per-node deadline passed), canceled (the
+// caller's ctx ended the call), or error (anything else: refused
+// connection, wrong password, script error). redlock.op is acquire, extend
+// or release (release includes the clean-up after a failed attempt).
+//
+// Durations are taken from the Client's clock (monotonic by default).
+package redlockotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/redlock-go/redlock"
+)
+
+// ScopeName is the instrumentation scope of the meter.
+const ScopeName = "github.com/redlock-go/redlock/redlockotel"
+
+// Attribute keys.
+const (
+	KeyOutcome   = attribute.Key("redlock.outcome")
+	KeyOp        = attribute.Key("redlock.op")
+	KeyNode      = attribute.Key("redlock.node")
+	KeyErrorType = attribute.Key("error.type")
+)
+
+// Option configures New.
+type Option func(*config)
+
+type config struct {
+	provider metric.MeterProvider
+}
+
+// WithMeterProvider sets where the instruments are created (default: the
+// global provider, otel.GetMeterProvider()).
+func WithMeterProvider(p metric.MeterProvider) Option {
+	return func(c *config) { c.provider = p }
+}
+
+// Metrics records redlock events. Its methods are safe for concurrent use;
+// one Metrics may observe several Clients.
+type Metrics struct {
+	acquireDur metric.Float64Histogram
+	attempts   metric.Int64Histogram
+	renewals   metric.Int64Counter
+	releases   metric.Int64Counter
+	lost       metric.Int64Counter
+	nodeErrors metric.Int64Counter
+	nodeDur    metric.Float64Histogram
+	reg        metric.Registration
+
+	outcomes sync.Map // string -> metric.MeasurementOption
+	nodeOpts sync.Map // nodeKey -> metric.MeasurementOption
+
+	mu       sync.Mutex
+	held     map[*redlock.Lock]struct{}
+	pruneAt  int // size of held at which expired entries are dropped
+	closed   bool
+	closeErr error
+}
+
+type nodeKey struct{ node, op, typ string }
+
+// Acquisition latencies run from a few hundred microseconds (a healthy
+// quorum on a LAN) to the caller's ctx (blocking Lock under contention).
+var durationBounds = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+var attemptBounds = []float64{1, 2, 3, 5, 10, 20, 50, 100}
+
+// One node call: loopback answers in tens of microseconds, the node timeout
+// is 50ms by default, releases may take up to ten of those.
+var nodeBounds = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+
+// New creates the instruments. It fails only if the meter provider refuses
+// them.
+func New(opts ...Option) (*Metrics, error) {
+	cfg := config{}
+	for _, o := range opts {
+		if o == nil {
+			return nil, errors.New("redlockotel: nil option")
+		}
+		o(&cfg)
+	}
+	if cfg.provider == nil {
+		cfg.provider = otel.GetMeterProvider()
+	}
+	meter := cfg.provider.Meter(ScopeName)
+	m := &Metrics{held: map[*redlock.Lock]struct{}{}, pruneAt: 64}
+	var err, e error
+	m.acquireDur, e = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time of Lock and TryLock calls, retries included, by outcome."),
+		metric.WithExplicitBucketBoundaries(durationBounds...))
+	err = errors.Join(err, e)
+	m.attempts, e = meter.Int64Histogram("redlock.acquire.attempts", metric.WithUnit("{attempt}"),
+		metric.WithDescription("Rounds made by one Lock or TryLock call, by outcome."),
+		metric.WithExplicitBucketBoundaries(attemptBounds...))
+	err = errors.Join(err, e)
+	m.renewals, e = meter.Int64Counter("redlock.renewals", metric.WithUnit("{renewal}"),
+		metric.WithDescription("Extend calls, by outcome."))
+	err = errors.Join(err, e)
+	m.releases, e = meter.Int64Counter("redlock.releases", metric.WithUnit("{release}"),
+		metric.WithDescription("Release calls, by outcome."))
+	err = errors.Join(err, e)
+	m.lost, e = meter.Int64Counter("redlock.locks.lost", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks found lost by Extend, or released after their validity had run out."))
+	err = errors.Join(err, e)
+	m.nodeErrors, e = meter.Int64Counter("redlock.node.errors", metric.WithUnit("{error}"),
+		metric.WithDescription("Node calls that failed or timed out, by node, operation and error type."))
+	err = errors.Join(err, e)
+	m.nodeDur, e = meter.Float64Histogram("redlock.node.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time from the start of a round to one node's answer, also after the round was decided."),
+		metric.WithExplicitBucketBoundaries(nodeBounds...))
+	err = errors.Join(err, e)
+	held, e := meter.Int64ObservableGauge("redlock.locks.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks acquired and not released whose validity has not run out."))
+	err = errors.Join(err, e)
+	if err != nil {
+		return nil, fmt.Errorf("redlockotel: %w", err)
+	}
+	m.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(held, int64(m.Held()))
+		return nil
+	}, held)
+	if err != nil {
+		return nil, fmt.Errorf("redlockotel: %w", err)
+	}
+	return m, nil
+}
+
+// Options returns the redlock.Client options that feed this Metrics: its
+// Observe and ObserveNode as observers. Add your own with append.
+func (m *Metrics) Options() []redlock.Option {
+	return []redlock.Option{redlock.WithObserver(m.Observe), redlock.WithNodeObserver(m.ObserveNode)}
+}
+
+// Close unregisters the held-locks gauge. Later events are ignored.
+func (m *Metrics) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.closed {
+		m.closed = true
+		m.closeErr = m.reg.Unregister()
+		m.held = nil
+	}
+	return m.closeErr
+}
+
+// Held returns how many observed locks are held now: acquired, not
+// released or found lost, validity left.
+func (m *Metrics) Held() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.prune()
+	return len(m.held)
+}
+
+// prune drops locks whose validity ran out without a release. m.mu held.
+func (m *Metrics) prune() {
+	for l := range m.held {
+		if l.Remaining() <= 0 {
+			delete(m.held, l)
+		}
+	}
+	m.pruneAt = 2*len(m.held) + 64
+}
+
+// Observe records one operation. It is the observer passed to
+// redlock.WithObserver (see Options).
+func (m *Metrics) Observe(e redlock.Event) {
+	ctx := context.Background()
+	outcome := Outcome(e)
+	switch e.Op {
+	case "acquire":
+		m.acquireDur.Record(ctx, e.Elapsed.Seconds(), m.outcome(outcome))
+		if e.Attempts > 0 {
+			m.attempts.Record(ctx, int64(e.Attempts), m.outcome(outcome))
+		}
+		if e.Err == nil && e.Lock != nil {
+			m.track(e.Lock, true)
+		}
+	case "extend":
+		m.renewals.Add(ctx, 1, m.outcome(outcome))
+		if outcome == "lost" {
+			m.lost.Add(ctx, 1, m.outcome("op=extend"))
+		}
+		if outcome == "lost" || outcome == "not_held" {
+			m.track(e.Lock, false)
+		}
+	case "release":
+		m.releases.Add(ctx, 1, m.outcome(outcome))
+		if e.Attempts > 0 && e.Remaining <= 0 {
+			m.lost.Add(ctx, 1, m.outcome("op=release"))
+		}
+		m.track(e.Lock, false)
+	}
+}
+
+// ObserveNode records one node call. It is the observer passed to
+// redlock.WithNodeObserver (see Options).
+func (m *Metrics) ObserveNode(e redlock.NodeEvent) {
+	ctx := context.Background()
+	m.nodeDur.Record(ctx, e.Latency.Seconds(), m.nodeOpt(e.Addr, e.Op, ""))
+	if typ := nodeErrorType(e); typ != "" {
+		m.nodeErrors.Add(ctx, 1, m.nodeOpt(e.Addr, e.Op, typ))
+	}
+}
+
+func (m *Metrics) track(l *redlock.Lock, add bool) {
+	if l == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held == nil { // closed
+		return
+	}
+	if !add {
+		delete(m.held, l)
+		return
+	}
+	m.held[l] = struct{}{}
+	if len(m.held) >= m.pruneAt { // bounded even if nobody reads the gauge
+		m.prune()
+	}
+}
+
+// outcome returns the attribute option for an outcome ("op=..." for the
+// lost counter), built once.
+func (m *Metrics) outcome(o string) metric.MeasurementOption {
+	if v, ok := m.outcomes.Load(o); ok {
+		return v.(metric.MeasurementOption)
+	}
+	var set attribute.Set
+	if len(o) > 3 && o[:3] == "op=" {
+		set = attribute.NewSet(KeyOp.String(o[3:]))
+	} else {
+		set = attribute.NewSet(KeyOutcome.String(o))
+	}
+	v, _ := m.outcomes.LoadOrStore(o, metric.WithAttributeSet(set))
+	return v.(metric.MeasurementOption)
+}
+
+// nodeOpt returns the attribute option for a node and operation, with an
+// error type unless typ is "", built once.
+func (m *Metrics) nodeOpt(node, op, typ string) metric.MeasurementOption {
+	k := nodeKey{node, op, typ}
+	if v, ok := m.nodeOpts.Load(k); ok {
+		return v.(metric.MeasurementOption)
+	}
+	kv := []attribute.KeyValue{KeyNode.String(node), KeyOp.String(op)}
+	if typ != "" {
+		kv = append(kv, KeyErrorType.String(typ))
+	}
+	v, _ := m.nodeOpts.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
+	return v.(metric.MeasurementOption)
+}

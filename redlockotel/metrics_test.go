@@ -1,0 +1,249 @@
+package redlockotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/redlock-go/redlock"
+)
+
+// newTest returns Metrics recording into a manual reader.
+func newTest(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
+	t.Helper()
+	r := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(r))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	m, err := New(WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m, r
+}
+
+// Points flattens what the reader collected: "name{k=v,...}" -> value
+// (sums and gauges) or count (histograms, with ":sum" for the sum).
+func Points(t testing.TB, r *sdkmetric.ManualReader) map[string]float64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := r.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	name := func(n string, s attribute.Set) string {
+		var kv []string
+		for _, a := range s.ToSlice() {
+			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
+		}
+		sort.Strings(kv)
+		return n + "{" + strings.Join(kv, ",") + "}"
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, md := range sm.Metrics {
+			switch d := md.Data.(type) {
+			case metricdata.Sum[int64]:
+				for _, p := range d.DataPoints {
+					out[name(md.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out[name(md.Name, p.Attributes)] = float64(p.Value)
+				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					out[name(md.Name, p.Attributes)] = float64(p.Count)
+					out[name(md.Name, p.Attributes)+":sum"] = p.Sum
+				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					out[name(md.Name, p.Attributes)] = float64(p.Count)
+					out[name(md.Name, p.Attributes)+":sum"] = float64(p.Sum)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func nodes(votes ...string) []redlock.NodeResult {
+	var r []redlock.NodeResult
+	for i, v := range votes {
+		n := redlock.NodeResult{Addr: fmt.Sprintf("n%d:6379", i+1)}
+		switch v {
+		case "yes":
+			n.Vote = true
+		case "no":
+		case "timeout":
+			n.Err = context.DeadlineExceeded
+		case "pending":
+			n.Err = redlock.ErrPending
+		case "canceled":
+			n.Err = context.Canceled
+		default:
+			n.Err = errors.New(v)
+		}
+		r = append(r, n)
+	}
+	return r
+}
+
+func qerr(op string, sentinel, cause error, need int, res []redlock.NodeResult) *redlock.QuorumError {
+	got := 0
+	for _, n := range res {
+		if n.Vote {
+			got++
+		}
+	}
+	return &redlock.QuorumError{Op: op, Keys: []string{"k"}, Need: need, Got: got, Attempts: 1, Nodes: res, Err: sentinel, Cause: cause}
+}
+
+func TestOutcome(t *testing.T) {
+	cases := []struct {
+		e    redlock.Event
+		want string
+	}{
+		{redlock.Event{Op: "acquire"}, "acquired"},
+		{redlock.Event{Op: "extend"}, "extended"},
+		{redlock.Event{Op: "release"}, "released"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "timeout"))}, "held"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "no", "timeout", "refused"))}, "unavailable"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "yes", "pending", "pending"))}, "validity_expired"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.Canceled, 2, nil)}, "canceled"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 2, nodes("no", "no", "no"))}, "deadline"},
+		{redlock.Event{Op: "acquire", Err: errors.New("boom")}, "error"},
+		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrLockLost, nil, 2, nodes("no", "no", "yes"))}, "lost"},
+		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, nil, 2, nodes("yes", "timeout", "timeout"))}, "not_extended"},
+		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, context.Canceled, 2, nodes("yes", "canceled", "canceled"))}, "canceled"},
+		{redlock.Event{Op: "extend", Err: fmt.Errorf("%w: max hold", redlock.ErrNotExtended)}, "not_extended"},
+		{redlock.Event{Op: "extend", Err: fmt.Errorf("%w: released", redlock.ErrNotHeld)}, "not_held"},
+		{redlock.Event{Op: "release", Err: qerr("release", redlock.ErrNotHeld, nil, 2, nodes("no", "no", "yes"))}, "not_held"},
+	}
+	for _, tc := range cases {
+		if got := Outcome(tc.e); got != tc.want {
+			t.Errorf("Outcome(%s, %v) = %q, want %q", tc.e.Op, tc.e.Err, got, tc.want)
+		}
+	}
+}
+
+func TestRecordsEvents(t *testing.T) {
+	m, r := newTest(t)
+	lk := &redlock.Lock{} // a handle with no validity: tracked, then pruned
+	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: 2 * time.Millisecond, Lock: lk, Remaining: time.Second,
+		Nodes: nodes("yes", "yes", "yes", "pending", "timeout")})
+	m.Observe(redlock.Event{Op: "acquire", Attempts: 7, Elapsed: 300 * time.Millisecond,
+		Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 3, nodes("no", "no", "no", "yes", "refused"))})
+	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond,
+		Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "no", "pending", "pending"))})
+	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "timeout")})
+	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Err: qerr("extend", redlock.ErrLockLost, nil, 3, nodes("no", "no", "no", "yes", "yes"))})
+	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: 0, Nodes: nodes("yes", "yes", "yes", "no", "no")})
+	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
+	m.Observe(redlock.Event{Op: "release", Attempts: 0, Lock: lk, Err: fmt.Errorf("%w: twice", redlock.ErrNotHeld)})
+	// Node calls, on time and late.
+	for _, e := range []redlock.NodeEvent{
+		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n1:6379", Vote: true, Latency: 300 * time.Microsecond}},
+		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 50 * time.Millisecond}, Late: true},
+		{Op: "release", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 500 * time.Millisecond}, Late: true},
+		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: errors.New("connection refused"), Latency: time.Millisecond}},
+		{Op: "extend", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: context.Canceled, Latency: time.Millisecond}},
+		{Op: "extend", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: context.DeadlineExceeded, Latency: time.Millisecond}, Canceled: true},
+	} {
+		m.ObserveNode(e)
+	}
+
+	got := Points(t, r)
+	want := map[string]float64{
+		"redlock.acquire.duration{redlock.outcome=acquired}":                              1,
+		"redlock.acquire.duration{redlock.outcome=acquired}:sum":                          0.002,
+		"redlock.acquire.duration{redlock.outcome=deadline}":                              1,
+		"redlock.acquire.duration{redlock.outcome=deadline}:sum":                          0.3,
+		"redlock.acquire.duration{redlock.outcome=held}":                                  1,
+		"redlock.acquire.attempts{redlock.outcome=acquired}:sum":                          1,
+		"redlock.acquire.attempts{redlock.outcome=deadline}:sum":                          7,
+		"redlock.renewals{redlock.outcome=extended}":                                      1,
+		"redlock.renewals{redlock.outcome=lost}":                                          1,
+		"redlock.releases{redlock.outcome=released}":                                      2,
+		"redlock.releases{redlock.outcome=not_held}":                                      1,
+		"redlock.locks.lost{redlock.op=extend}":                                           1,
+		"redlock.locks.lost{redlock.op=release}":                                          1,
+		"redlock.locks.held{}":                                                            0,
+		"redlock.node.duration{redlock.node=n1:6379,redlock.op=acquire}":                  1,
+		"redlock.node.duration{redlock.node=n1:6379,redlock.op=acquire}:sum":              0.0003,
+		"redlock.node.duration{redlock.node=n5:6379,redlock.op=acquire}":                  1,
+		"redlock.node.duration{redlock.node=n5:6379,redlock.op=release}:sum":              0.5,
+		"redlock.node.errors{error.type=timeout,redlock.node=n5:6379,redlock.op=acquire}": 1,
+		"redlock.node.errors{error.type=timeout,redlock.node=n5:6379,redlock.op=release}": 1,
+		"redlock.node.errors{error.type=error,redlock.node=n4:6379,redlock.op=acquire}":   1,
+		"redlock.node.errors{error.type=canceled,redlock.node=n4:6379,redlock.op=extend}": 2,
+	}
+	for k, v := range want {
+		g, ok := got[k]
+		if !ok || g < v-1e-9 || g > v+1e-9 {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	// Node errors come from node events only: the pending and failed
+	// nodes inside operation events are not counted twice.
+	for k, v := range got {
+		if strings.HasPrefix(k, "redlock.node.errors") {
+			if _, ok := want[k]; !ok {
+				t.Errorf("unexpected %s = %v", k, v)
+			}
+		}
+	}
+	if t.Failed() {
+		var keys []string
+		for k, v := range got {
+			keys = append(keys, fmt.Sprintf("%s = %v", k, v))
+		}
+		sort.Strings(keys)
+		t.Logf("collected:\n%s", strings.Join(keys, "\n"))
+	}
+}
+
+func TestCloseStopsGauge(t *testing.T) {
+	m, r := newTest(t)
+	if _, ok := Points(t, r)["redlock.locks.held{}"]; !ok {
+		t.Fatal("held gauge not reported before Close")
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	m.Observe(redlock.Event{Op: "acquire", Lock: &redlock.Lock{}}) // ignored for the gauge, no panic
+	if v, ok := Points(t, r)["redlock.locks.held{}"]; ok {
+		t.Fatalf("held gauge still reported after Close: %v", v)
+	}
+}
+
+func TestNilOption(t *testing.T) {
+	if _, err := New(nil); err == nil || !strings.HasPrefix(err.Error(), "redlockotel:") {
+		t.Fatalf("New(nil) = %v", err)
+	}
+}
+
+// The held set stays bounded when nobody collects the gauge: expired
+// handles are dropped as it grows.
+func TestHeldSetBounded(t *testing.T) {
+	m, _ := newTest(t)
+	for i := 0; i < 10000; i++ {
+		m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Lock: &redlock.Lock{}})
+	}
+	m.mu.Lock()
+	n := len(m.held)
+	m.mu.Unlock()
+	if n > 64 {
+		t.Fatalf("held set grew to %d expired handles", n)
+	}
+}

@@ -1,0 +1,85 @@
+package redlockotel
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Outcome classifies an event as the redlock.outcome attribute does (see
+// the package documentation). Unknown errors give "error".
+func Outcome(e redlock.Event) string {
+	if e.Err == nil {
+		switch e.Op {
+		case "acquire":
+			return "acquired"
+		case "extend":
+			return "extended"
+		case "release":
+			return "released"
+		}
+		return "ok"
+	}
+	var qe *redlock.QuorumError
+	isQE := errors.As(e.Err, &qe)
+	switch e.Op {
+	case "acquire":
+		switch {
+		case !isQE:
+			return "error"
+		case errors.Is(qe.Cause, context.Canceled):
+			return "canceled"
+		case qe.Cause != nil:
+			return "deadline"
+		case qe.Got >= qe.Need:
+			return "validity_expired"
+		case heldElsewhere(qe):
+			return "held"
+		}
+		return "unavailable"
+	case "extend":
+		switch {
+		case errors.Is(e.Err, redlock.ErrLockLost):
+			return "lost"
+		case errors.Is(e.Err, redlock.ErrNotHeld):
+			return "not_held"
+		case isQE && qe.Cause != nil:
+			return "canceled" // the caller's ctx ended it
+		case errors.Is(e.Err, redlock.ErrNotExtended):
+			return "not_extended"
+		}
+	case "release":
+		if errors.Is(e.Err, redlock.ErrNotHeld) {
+			return "not_held"
+		}
+	}
+	return "error"
+}
+
+// heldElsewhere reports whether the nodes that answered no were, on their
+// own, enough to make the quorum impossible: the key is held by another
+// client, not merely unreachable.
+func heldElsewhere(qe *redlock.QuorumError) bool {
+	no := 0
+	for _, n := range qe.Nodes {
+		if n.Err == nil && !n.Vote {
+			no++
+		}
+	}
+	return len(qe.Nodes) > 0 && len(qe.Nodes)-no < qe.Need
+}
+
+// nodeErrorType returns the error.type of a node call, or "" if it
+// succeeded.
+func nodeErrorType(e redlock.NodeEvent) string {
+	switch {
+	case e.Err == nil:
+		return ""
+	case e.Canceled, errors.Is(e.Err, context.Canceled):
+		return "canceled"
+	case e.Timeout():
+		return "timeout"
+	}
+	return "error"
+}
