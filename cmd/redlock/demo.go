@@ -25,12 +25,19 @@ func cmdDemo(args []string, out io.Writer) error {
 	duration := fs.Duration("duration", 8*time.Second, "how long to run")
 	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL")
 	hold := fs.Duration("hold", 2*time.Millisecond, "time spent inside the critical section")
+	metricsAddr := fs.String("metrics-addr", "", "serve the OpenTelemetry metrics for Prometheus at this address, e.g. 127.0.0.1:9464 (default: off)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *workers < 1 || *duration <= 0 || *hold < 0 || *ttl <= 0 {
 		return usageErr("--workers, --duration and --ttl must be positive, --hold not negative")
 	}
+
+	dm, err := startMetrics(*metricsAddr)
+	if err != nil {
+		return err
+	}
+	defer dm.Close()
 
 	var urls []string
 	var local []localNode
@@ -53,7 +60,10 @@ func cmdDemo(args []string, out io.Writer) error {
 	if err := pingAll(urls); err != nil {
 		return err
 	}
-	c, err := redlock.NewFromURLs(urls)
+	if dm.URL != "" {
+		fmt.Fprintf(out, "metrics: %s\n", dm.URL)
+	}
+	c, err := redlock.NewFromURLs(urls, dm.Options()...)
 	if err != nil {
 		return &exitError{exitUsage, err}
 	}
@@ -115,17 +125,25 @@ func cmdDemo(args []string, out io.Writer) error {
 	faulted, healed := false, false
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	addrs := c.Nodes()
+	prevFail := dm.nodeFailures()
 	state := func() string {
+		now := dm.nodeFailures()
+		failed := failureCells(addrs, now, prevFail)
+		prevFail = now
 		s := make([]string, len(urls))
 		for i := range s {
 			s[i] = "up"
 			if faulted && !healed && i == 2 {
 				s[i] = "DOWN"
 			}
+			if failed[i] != "-" {
+				s[i] += "(" + failed[i] + " failed)"
+			}
 		}
 		return strings.Join(s, " ")
 	}
-	fmt.Fprintf(out, "%6s %10s %12s %12s   %s\n", "time", "locks/s", "wait p50", "wait max", "nodes")
+	fmt.Fprintf(out, "%6s %10s %12s %12s   %s\n", "time", "locks/s", "wait p50", "wait max", "nodes (failed node calls in the last second)")
 loop:
 	for {
 		select {
@@ -183,6 +201,18 @@ loop:
 	}
 	for _, t := range timeline {
 		fmt.Fprintf(out, "  fault: %s\n", t)
+	}
+	fails := dm.nodeFailures()
+	for i, a := range addrs {
+		if len(fails[a]) == 0 {
+			continue
+		}
+		types := make([]string, 0, len(fails[a]))
+		for typ, n := range fails[a] {
+			types = append(types, fmt.Sprintf("%d %s", n, typ))
+		}
+		sort.Strings(types)
+		fmt.Fprintf(out, "  node %d (%s) failed calls: %s\n", i+1, a, strings.Join(types, ", "))
 	}
 	if overlaps.Load() > 0 {
 		return fmt.Errorf("%d overlaps: mutual exclusion violated", overlaps.Load())

@@ -2,7 +2,7 @@
 // keys on a set of Redis nodes, and benchmarks the library against
 // go-redsync.
 //
-//	redlock demo [--nodes URLS] [--workers 8] [--duration 8s]
+//	redlock demo [--nodes URLS] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
 //	redlock inspect PATTERN --nodes URLS [--json]
 //	redlock unlock KEY --force --nodes URLS
 //	redlock bench [--quick] [--out DIR]
@@ -42,7 +42,8 @@ func usageErr(format string, args ...any) error {
 }
 
 const usage = `usage:
-  redlock demo [--nodes URLS] [--workers N] [--duration D]   workers contending through a node fault
+  redlock demo [--nodes URLS] [--workers N] [--duration D] [--metrics-addr ADDR]
+                                                             workers contending through a node fault
   redlock inspect PATTERN --nodes URLS [--json]              which nodes hold which lock keys
   redlock unlock KEY --force --nodes URLS                    delete a stuck lock on every node
   redlock bench [--quick] [--out DIR]                        this library vs go-redsync, side by side

@@ -4,6 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +52,62 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The demo serves the redlockotel instruments for Prometheus while it runs,
+// and its summary names the faulted node's failed calls.
+func TestDemoMetrics(t *testing.T) {
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := run([]string{"demo", "--duration", "3s", "--workers", "4", "--metrics-addr", addr}, &out, &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	var scraped string
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) && !strings.Contains(scraped, `redlock_outcome="acquired"`) {
+		time.Sleep(200 * time.Millisecond)
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		scraped = string(b)
+	}
+	r := <-done
+	if r.code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", r.code, r.out, r.err)
+	}
+	for _, want := range []string{"redlock_acquire_duration_seconds_count{", `redlock_outcome="acquired"`, "redlock_node_duration_seconds_bucket{", "redlock_locks_held{"} {
+		if !strings.Contains(scraped, want) {
+			t.Errorf("scrape lacks %q:\n%s", want, scraped)
+		}
+	}
+	if !strings.Contains(r.out, "metrics: http://"+addr+"/metrics") || !regexp.MustCompile(`node 3 \(\S+\) failed calls: .*\d+ (timeout|error)`).MatchString(r.out) {
+		t.Errorf("demo output lacks the metrics URL or node 3's failed calls:\n%s", r.out)
+	}
+}
+
+func TestDemoMetricsAddrInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	code, out, errOut := runCmd(t, "demo", "--duration", "1s", "--metrics-addr", ln.Addr().String())
+	if code != exitUsage || !strings.Contains(errOut, "--metrics-addr") {
+		t.Fatalf("exit %d, want %d with a --metrics-addr error\n%s\n%s", code, exitUsage, out, errOut)
 	}
 }
 
