@@ -35,6 +35,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"sync"
@@ -338,13 +339,13 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if final {
 			l.setState(stateFailed)
 		}
-		c.releaseAll(ctx, l)
+		c.releaseAll(ctx, l, out.Votes)
 		if !final {
 			if cause = c.o.clock.Sleep(ctx, c.backoff(attempt)); cause == nil {
 				continue
 			}
 			l.setState(stateFailed)
-			c.releaseAll(ctx, l) // answers that came in during the wait
+			c.releaseAll(ctx, l, out.Votes) // answers that came in during the wait
 		}
 		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: attempt,
 			Nodes: c.results(out), Err: ErrNotObtained, Cause: cause}
@@ -386,6 +387,9 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) {
+			if v.Err == errNotSent {
+				return
+			}
 			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
 				Late: !v.Done, Canceled: v.Err != nil && parent.Err() != nil}
 			for _, fn := range c.o.nodeObs {
@@ -396,13 +400,38 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	return quorum.Start(ctx, cfg, op)
 }
 
-// releaseAll sends release to every node and waits until every call has
-// returned or hit its deadline. It runs even if ctx is done: a failed
-// attempt must not leave keys behind. Waiting for all matters: the next
-// attempt reuses the owner value, and a release still in flight could
-// delete a key that attempt already counted.
-func (c *Client) releaseAll(ctx context.Context, l *Lock) {
+// errNotSent marks a node call that releaseAll skipped; it is not reported
+// to node observers.
+var errNotSent = errors.New("redlock: not sent")
+
+// releaseAll undoes a failed attempt: it sends release to every node that
+// may hold our value and waits until every call has returned or hit its
+// deadline. It runs even if ctx is done: a failed attempt must not leave
+// keys behind. Waiting for all matters: the next attempt reuses the owner
+// value, and a release still in flight could delete a key that attempt
+// already counted.
+//
+// For a single key, a node that answered a plain no in votes is skipped:
+// the key held someone else's value when our command ran there, so nothing
+// of ours was written (a stale key of ours from an earlier attempt would
+// have made the lock script answer yes). Under contention that saves most
+// of the releases. Multi-key locks release everywhere: a no there can hide
+// one of our keys left by an earlier attempt.
+func (c *Client) releaseAll(ctx context.Context, l *Lock, votes []quorum.Vote) {
+	skip := func(i int) bool {
+		return len(l.keys) == 1 && i < len(votes) && votes[i].Done && !votes[i].OK && votes[i].Err == nil
+	}
+	send := false
+	for i := range c.nodes {
+		send = send || !skip(i)
+	}
+	if !send {
+		return
+	}
 	c.round(context.WithoutCancel(ctx), "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
+		if skip(i) {
+			return false, errNotSent
+		}
 		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
 	}).WaitAll()
 }
