@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/node"
 	"github.com/redlock-go/redlock/quorum"
 )
 
@@ -24,7 +25,7 @@ type Lock struct {
 	c     *Client
 	keys  []string
 	owner string
-	args  []interface{} // owner boxed once for the release script
+	rel   *node.Cmd // the release command, prepared once
 	ttl   time.Duration
 
 	mu       sync.Mutex
@@ -128,7 +129,7 @@ func (l *Lock) late(attempt, i int, v quorum.Vote) {
 	if st == stateFailed || (st == stateReleased && !ordered) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
 		defer cancel()
-		_, _ = l.c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
+		_, _ = l.c.nodes[i].Do(ctx, l.rel)
 	}
 }
 
@@ -199,9 +200,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	l.mu.Unlock()
 
 	drift := DriftBudget(ttl, c.o.driftFactor)
+	cmd := node.Extend(l.keys, l.owner, ttl)
 	start := c.o.clock.Now()
 	out := c.round(ctx, "extend", l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
-		return c.nodes[i].Extend(ctx, l.keys, l.owner, ttl)
+		return c.nodes[i].Do(ctx, cmd)
 	}).Wait(ctx)
 	now := c.o.clock.Now()
 	l.mu.Lock()
@@ -264,7 +266,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	bg := context.WithoutCancel(ctx)
 	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		l.awaitAnswer(i)
-		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
+		return c.nodes[i].Do(ctx, l.rel)
 	}).Wait(bg)
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil, left)

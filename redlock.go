@@ -291,7 +291,8 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, err
 	}
 	begin := c.o.clock.Now()
-	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, args: []interface{}{owner}, ttl: ttl}
+	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, ttl: ttl}
+	l.rel = node.Release(l.keys, owner)
 	l.answered.L = &l.mu
 	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
 		l.state = stateFailed
@@ -300,16 +301,21 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, qe
 	}
 	drift := DriftBudget(ttl, c.o.driftFactor)
+	var retryCmd *node.Cmd
 	for attempt := 1; ; attempt++ {
 		start := c.o.clock.Now()
-		acquire := (*node.Node).Acquire
-		if attempt == 1 {
-			acquire = (*node.Node).AcquireNew // no node can hold a fresh owner value
+		cmd := retryCmd
+		switch {
+		case attempt == 1:
+			cmd = node.LockNew(l.keys, owner, ttl) // no node can hold a fresh owner value
+		case cmd == nil:
+			cmd = node.Lock(l.keys, owner, ttl) // resets the TTL where a late SET landed
+			retryCmd = cmd
 		}
 		l.startRound(attempt)
 		late := func(i int, v quorum.Vote) { l.late(attempt, i, v) }
 		out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
-			return acquire(c.nodes[i], ctx, l.keys, owner, ttl)
+			return c.nodes[i].Do(ctx, cmd)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
@@ -432,7 +438,7 @@ func (c *Client) releaseAll(ctx context.Context, l *Lock, votes []quorum.Vote) {
 		if skip(i) {
 			return false, errNotSent
 		}
-		return c.nodes[i].ReleaseArgs(ctx, l.keys, l.args)
+		return c.nodes[i].Do(ctx, l.rel)
 	}).WaitAll()
 }
 

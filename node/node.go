@@ -23,8 +23,8 @@ var (
 	releaseSrc string
 )
 
-// Scripts are immutable after creation; Run uses EVALSHA and falls back to
-// EVAL when the node answers NOSCRIPT (after a restart or SCRIPT FLUSH).
+// The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
+// node answers NOSCRIPT, after a restart or SCRIPT FLUSH).
 var (
 	lockScript    = redis.NewScript(lockSrc)
 	extendScript  = redis.NewScript(extendSrc)
@@ -64,67 +64,94 @@ func New(client redis.UniversalClient, track Tracker) *Node {
 // Addr returns the address this node reports in errors and logs.
 func (n *Node) Addr() string { return n.addr }
 
-// Acquire sets keys to value with ttl if each is free or already ours. It
-// reports whether the node granted the lock. An error means the outcome is
-// unknown: the script may have run.
-func (n *Node) Acquire(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	v, err := n.run(ctx, lockScript, keys, value, ttl.Milliseconds())
-	return v == 1, err
+// Cmd is one prepared node command: its arguments are boxed once and then
+// shared, read-only, by the calls to every node (and every retry). Build it
+// with Lock, LockNew, Extend or Release.
+type Cmd struct {
+	args   []interface{} // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
+	src    string        // the script's source, for EVAL after NOSCRIPT; "" for SET NX
+	keyPos int           // position of the first key in args
+	want   int64         // script reply that means yes
 }
 
-// AcquireNew is Acquire for an owner value that no node can hold yet (the
-// first attempt of an acquisition): a single key then needs only SET NX PX,
+func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
+	args := make([]interface{}, 0, 3+len(keys)+len(argv))
+	args = append(args, "evalsha", s.Hash(), len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	args = append(args, argv...)
+	return &Cmd{args: args, src: src, keyPos: 3, want: want}
+}
+
+// Lock sets keys to value with ttl if each is free or already holds value
+// (then only its TTL is reset), all or nothing.
+func Lock(keys []string, value string, ttl time.Duration) *Cmd {
+	return scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds())
+}
+
+// LockNew is Lock for an owner value that no node can hold yet (the first
+// attempt of an acquisition): a single key then needs only SET NX PX,
 // cheaper for the node than the script.
-func (n *Node) AcquireNew(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
+func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
-		return n.Acquire(ctx, keys, value, ttl)
+		return Lock(keys, value, ttl)
 	}
-	if !n.guard {
-		return n.client.SetNX(ctx, keys[0], value, ttl).Result()
-	}
-	v, err := n.guarded(ctx, func(ctx context.Context) (int64, error) {
-		ok, err := n.client.SetNX(ctx, keys[0], value, ttl).Result()
-		if ok {
-			return 1, err
-		}
-		return 0, err
-	})
-	return v == 1, err
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1}
 }
 
-// Extend resets the TTL of keys to ttl if they all still hold value.
-func (n *Node) Extend(ctx context.Context, keys []string, value string, ttl time.Duration) (bool, error) {
-	v, err := n.run(ctx, extendScript, keys, value, ttl.Milliseconds())
-	return v == 1, err
+// Extend resets the TTL of keys to ttl if they all still hold value. It
+// never creates a key.
+func Extend(keys []string, value string, ttl time.Duration) *Cmd {
+	return scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds())
 }
 
-// Release deletes the keys that still hold value and reports whether all of
+// Release deletes the keys that still hold value; it says yes if all of
 // them did.
-func (n *Node) Release(ctx context.Context, keys []string, value string) (bool, error) {
-	return n.ReleaseArgs(ctx, keys, []interface{}{value})
+func Release(keys []string, value string) *Cmd {
+	return scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value)
 }
 
-// ReleaseArgs is Release with the owner value already boxed as
-// []interface{}{value}, so a caller releasing on many nodes boxes it once.
-func (n *Node) ReleaseArgs(ctx context.Context, keys []string, args []interface{}) (bool, error) {
-	v, err := n.run(ctx, releaseScript, keys, args...)
-	return err == nil && v == int64(len(keys)), err
-}
-
-func (n *Node) run(ctx context.Context, s *redis.Script, keys []string, args ...interface{}) (int64, error) {
+// Do sends c and reports whether the node said yes. An error means the
+// outcome is unknown: the command may have run. A script the node does not
+// know (after a restart or SCRIPT FLUSH) is sent again as EVAL.
+func (n *Node) Do(ctx context.Context, c *Cmd) (bool, error) {
 	if !n.guard {
-		return s.Run(ctx, n.client, keys, args...).Int64()
+		return n.do(ctx, c)
 	}
-	return n.guarded(ctx, func(ctx context.Context) (int64, error) {
-		return s.Run(ctx, n.client, keys, args...).Int64()
-	})
+	return n.guarded(ctx, c)
 }
 
-// guarded runs cmd on its own goroutine and returns by ctx's deadline even
-// if the client ignores it; cmd then ends on the client's socket timeout.
-func (n *Node) guarded(ctx context.Context, cmd func(context.Context) (int64, error)) (int64, error) {
+func (n *Node) do(ctx context.Context, c *Cmd) (bool, error) {
+	cmd := n.process(ctx, c.args, c.keyPos)
+	if c.src == "" { // SET NX: OK or nil
+		err := cmd.Err()
+		if err == redis.Nil {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	v, err := cmd.Int64()
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		args := append([]interface{}{"eval", c.src}, c.args[2:]...)
+		v, err = n.process(ctx, args, c.keyPos).Int64()
+	}
+	return err == nil && v == c.want, err
+}
+
+func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *redis.Cmd {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(int8(keyPos))
+	_ = n.client.Process(ctx, cmd)
+	return cmd
+}
+
+// guarded runs c on its own goroutine and returns by ctx's deadline even if
+// the client ignores it; the command then ends on the client's socket
+// timeout.
+func (n *Node) guarded(ctx context.Context, c *Cmd) (bool, error) {
 	type result struct {
-		v   int64
+		ok  bool
 		err error
 	}
 	ch := make(chan result, 1)
@@ -135,14 +162,14 @@ func (n *Node) guarded(ctx context.Context, cmd func(context.Context) (int64, er
 		if n.track != nil {
 			defer n.track.Done()
 		}
-		v, err := cmd(ctx)
-		ch <- result{v, err}
+		ok, err := n.do(ctx, c)
+		ch <- result{ok, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.v, r.err
+		return r.ok, r.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return false, ctx.Err()
 	}
 }
 

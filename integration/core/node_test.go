@@ -18,34 +18,53 @@ func TestNodeScripts(t *testing.T) {
 	n := node.New(rc, nil)
 	ctx := context.Background()
 	keys := []string{"a", "b"}
-	ok, err := n.Acquire(ctx, keys, "me", 200*time.Millisecond)
+	ok, err := n.Do(ctx, node.Lock(keys, "me", 200*time.Millisecond))
 	if !ok || err != nil {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
-	ok, err = n.Acquire(ctx, keys, "me", 10*time.Second)
+	ok, err = n.Do(ctx, node.Lock(keys, "me", 10*time.Second))
 	if !ok || err != nil {
 		t.Fatalf("re-acquire by same owner: %v %v", ok, err)
 	}
 	if d := rc.PTTL(ctx, "b").Val(); d < 5*time.Second {
 		t.Fatalf("retry did not reset TTL: %v", d)
 	}
-	if ok, _ := n.Acquire(ctx, []string{"c", "b"}, "other", time.Second); ok {
+	if ok, _ := n.Do(ctx, node.Lock([]string{"c", "b"}, "other", time.Second)); ok {
 		t.Fatal("other owner acquired")
 	}
 	if rc.Exists(ctx, "c").Val() != 0 {
 		t.Fatal("refused multi-key acquire wrote a key")
 	}
-	if ok, _ := n.Extend(ctx, keys, "other", time.Second); ok {
+	if ok, _ := n.Do(ctx, node.Extend(keys, "other", time.Second)); ok {
 		t.Fatal("other owner extended")
 	}
-	if ok, _ := n.Release(ctx, keys, "other"); ok || rc.Exists(ctx, "a", "b").Val() != 2 {
+	if ok, _ := n.Do(ctx, node.Release(keys, "other")); ok || rc.Exists(ctx, "a", "b").Val() != 2 {
 		t.Fatal("other owner released")
 	}
-	if ok, err := n.Release(ctx, keys, "me"); !ok || err != nil {
+	if ok, err := n.Do(ctx, node.Release(keys, "me")); !ok || err != nil {
 		t.Fatalf("release: %v %v", ok, err)
 	}
-	if ok, _ := n.Extend(ctx, keys, "me", time.Second); ok || rc.Exists(ctx, "a").Val() != 0 {
+	if ok, _ := n.Do(ctx, node.Extend(keys, "me", time.Second)); ok || rc.Exists(ctx, "a").Val() != 0 {
 		t.Fatal("extend re-created a released key")
+	}
+	// SET NX for a fresh owner: yes on a free key with the TTL, no on a
+	// held one; one prepared command serves several calls.
+	fresh := node.LockNew([]string{"s"}, "me", 5*time.Second)
+	if ok, err := n.Do(ctx, fresh); !ok || err != nil {
+		t.Fatalf("SET NX on a free key: %v %v", ok, err)
+	}
+	if d := rc.PTTL(ctx, "s").Val(); d < 4*time.Second || rc.Get(ctx, "s").Val() != "me" {
+		t.Fatalf("SET NX wrote %q with TTL %v", rc.Get(ctx, "s").Val(), d)
+	}
+	if ok, err := n.Do(ctx, fresh); ok || err != nil {
+		t.Fatalf("SET NX on a held key: %v %v", ok, err)
+	}
+	// A release whose script the node does not know yet falls back to EVAL.
+	if err := rc.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := n.Do(ctx, node.Release([]string{"s"}, "me")); !ok || err != nil {
+		t.Fatalf("release after SCRIPT FLUSH: %v %v", ok, err)
 	}
 	if n.Addr() != nodes[0].Addr {
 		t.Fatalf("Addr %q", n.Addr())
