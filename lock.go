@@ -40,6 +40,7 @@ type Lock struct {
 	// for that answer before it sends (bits of nodes 0..63; more nodes fall
 	// back to a second release when the late answer comes).
 	attempt  int       // the round in progress or won
+	unsent   uint64    // nodes the won round did not send to (ErrNodeSkipped)
 	lateSeen uint64    // nodes of that round that answered after its decision
 	pending  uint64    // nodes of the won round whose answer is still due
 	answered sync.Cond // signalled when pending shrinks; L is &mu
@@ -116,6 +117,9 @@ func (l *Lock) late(attempt, i int, v quorum.Vote) {
 	ordered := attempt == l.attempt && maskable(i)
 	if ordered {
 		l.lateSeen |= 1 << i
+		if v.Err == ErrNodeSkipped {
+			l.unsent |= 1 << i
+		}
 		if l.pending&(1<<i) != 0 {
 			l.pending &^= 1 << i
 			l.answered.Broadcast()
@@ -123,8 +127,8 @@ func (l *Lock) late(attempt, i int, v quorum.Vote) {
 	}
 	st := l.state
 	l.mu.Unlock()
-	if !v.OK && v.Err == nil {
-		return // a plain no: nothing was written
+	if !v.OK && v.Err == nil || v.Err == ErrNodeSkipped {
+		return // a plain no, or not sent: nothing was written
 	}
 	if st == stateFailed || (st == stateReleased && !ordered) {
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
@@ -136,21 +140,23 @@ func (l *Lock) late(attempt, i int, v quorum.Vote) {
 // startRound records that acquisition round attempt begins.
 func (l *Lock) startRound(attempt int) {
 	l.mu.Lock()
-	l.attempt, l.lateSeen = attempt, 0
+	l.attempt, l.lateSeen, l.unsent = attempt, 0, 0
 	l.mu.Unlock()
 }
 
-// awaitAnswer blocks until the won round's call to node i has returned. It
-// is bounded by that call's own deadline.
-func (l *Lock) awaitAnswer(i int) {
+// awaitAnswer blocks until the won round's call to node i has returned
+// (bounded by that call's own deadline) and reports whether that round
+// sent anything to node i.
+func (l *Lock) awaitAnswer(i int) (sent bool) {
 	if !maskable(i) {
-		return
+		return true
 	}
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	for l.pending&(1<<i) != 0 {
 		l.answered.Wait()
 	}
-	l.mu.Unlock()
+	return l.unsent&(1<<i) == 0
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -265,7 +271,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
-		l.awaitAnswer(i)
+		if !l.awaitAnswer(i) {
+			return false, errNotSent // the acquisition left this node out
+		}
 		return c.nodes[i].Do(ctx, l.rel)
 	}).Wait(bg)
 	if out.Reached {

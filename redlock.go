@@ -52,6 +52,7 @@ import (
 // use.
 type Client struct {
 	nodes   []*node.Node
+	health  []nodeHealth            // per node, see nodeHealth
 	owned   []redis.UniversalClient // clients made by NewFromURLs
 	need    int
 	cluster bool
@@ -131,6 +132,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		}
 		c.nodes = append(c.nodes, n)
 	}
+	c.health = make([]nodeHealth, len(c.nodes))
 	return c, nil
 }
 
@@ -328,6 +330,9 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 				if !v.Done && maskable(i) {
 					l.pending |= 1 << i
 				}
+				if v.Err == ErrNodeSkipped && maskable(i) {
+					l.unsent |= 1 << i
+				}
 			}
 			l.pending &^= l.lateSeen
 			left := l.remaining()
@@ -393,8 +398,8 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) {
-			if v.Err == errNotSent {
-				return
+			if v.Err == errNotSent || v.Err == ErrNodeSkipped {
+				return // no call was made
 			}
 			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
 				Late: !v.Done, Canceled: v.Err != nil && parent.Err() != nil}
@@ -403,7 +408,61 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 			}
 		}
 	}
-	return quorum.Start(ctx, cfg, op)
+	// Acquisitions and extensions may leave out nodes that timed out
+	// recently, as long as the others can still make the quorum.
+	canSkip := false
+	if name == "acquire" || name == "extend" {
+		healthy := 0
+		for i := range c.health {
+			if !c.health[i].suspect.Load() {
+				healthy++
+			}
+		}
+		canSkip = healthy >= need && healthy < len(c.nodes)
+	}
+	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
+		return c.call(ctx, parent, i, canSkip, op)
+	})
+}
+
+// nodeHealth tracks whether a node's calls time out. A node whose last
+// call timed out is suspect: acquisitions and extensions send it one call
+// at a time (a probe) while the other nodes can make the quorum without it,
+// instead of piling calls that will time out too onto a slow or frozen node
+// (and the releases that would have to follow them). The first call that
+// returns without a timeout clears it.
+type nodeHealth struct {
+	suspect atomic.Bool
+	probing atomic.Bool
+}
+
+// ErrNodeSkipped is the error of a node that an acquisition or extension
+// did not send to: its last call timed out, a probe to it was in flight,
+// and the other nodes could make the quorum. Nothing was sent, so nothing
+// needs undoing there.
+var ErrNodeSkipped = errors.New("redlock: node skipped: its last call timed out and a probe is in flight")
+
+// call runs op on node i, applying and updating the node's health. parent
+// is the caller's ctx: a timeout after the caller gave up says nothing
+// about the node.
+func (c *Client) call(ctx, parent context.Context, i int, canSkip bool, op quorum.Call) (bool, error) {
+	h := &c.health[i]
+	if h.suspect.Load() {
+		if h.probing.CompareAndSwap(false, true) {
+			defer h.probing.Store(false)
+		} else if canSkip {
+			return false, ErrNodeSkipped
+		}
+	}
+	ok, err := op(ctx, i)
+	switch {
+	case err == errNotSent, parent.Err() != nil:
+	case err != nil && node.IsTimeout(err):
+		h.suspect.Store(true)
+	default:
+		h.suspect.Store(false)
+	}
+	return ok, err
 }
 
 // errNotSent marks a node call that releaseAll skipped; it is not reported
@@ -417,7 +476,8 @@ var errNotSent = errors.New("redlock: not sent")
 // value, and a release still in flight could delete a key that attempt
 // already counted.
 //
-// For a single key, a node that answered a plain no in votes is skipped:
+// Nodes the attempt did not send to (ErrNodeSkipped) are left out. For a
+// single key, so is a node that answered a plain no in votes:
 // the key held someone else's value when our command ran there, so nothing
 // of ours was written (a stale key of ours from an earlier attempt would
 // have made the lock script answer yes). Under contention that saves most
@@ -425,7 +485,11 @@ var errNotSent = errors.New("redlock: not sent")
 // one of our keys left by an earlier attempt.
 func (c *Client) releaseAll(ctx context.Context, l *Lock, votes []quorum.Vote) {
 	skip := func(i int) bool {
-		return len(l.keys) == 1 && i < len(votes) && votes[i].Done && !votes[i].OK && votes[i].Err == nil
+		if i >= len(votes) {
+			return false
+		}
+		v := votes[i]
+		return v.Err == ErrNodeSkipped || len(l.keys) == 1 && v.Done && !v.OK && v.Err == nil
 	}
 	send := false
 	for i := range c.nodes {

@@ -705,3 +705,73 @@ func scriptCalls(t *testing.T, n *harness.Node) int {
 	}
 	return total
 }
+
+// A frozen node gets one call at a time (a probe) instead of one per
+// round: rounds leave it out while the other four make the quorum, nothing
+// is released where nothing was sent, and it is used again as soon as a
+// probe comes back in time.
+func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	c, nodes := setup(t, 5, redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		mu.Lock()
+		calls[e.Addr]++
+		mu.Unlock()
+	}))
+	ctx := context.Background()
+	frozen := nodes[4]
+	frozen.Freeze()
+	skipped := 0
+	start := time.Now()
+	for i := 0; i < 200; i++ {
+		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", i), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errors.Is(l.Nodes()[4].Err, redlock.ErrNodeSkipped) {
+			skipped++
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	elapsed := time.Since(start)
+	time.Sleep(600 * time.Millisecond) // the last probe and its release end
+	mu.Lock()
+	sent := calls[frozen.Addr]
+	mu.Unlock()
+	// Without probing: 200 SETs and 200 releases to the frozen node. With
+	// it: the rounds of the first 50ms (before any call timed out), then
+	// at most one probe per 50ms node timeout, each with its release;
+	// bounded here with a factor of two to spare.
+	limit := 2 * (2*int(elapsed/(50*time.Millisecond)) + 2*int(50*time.Millisecond/(elapsed/200)) + 2)
+	if skipped < 100 || sent > limit || sent > 200 {
+		t.Fatalf("frozen node: skipped in %d of 200 rounds, %d calls sent to it in %v (limit %d)", skipped, sent, elapsed, limit)
+	}
+	frozen.Thaw()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := c.TryLock(ctx, "back", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back := l.Nodes()[4].Vote
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if back {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("thawed node not used again within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c.Close()
+	for i := 0; i < 200; i += 20 {
+		if vals, _ := raw(t, nodes, fmt.Sprintf("k%d", i)); count(vals, "") != 5 {
+			t.Fatalf("k%d left behind: %v", i, vals)
+		}
+	}
+	t.Logf("frozen node skipped in %d of 200 rounds, %d calls sent to it in %v (limit %d)", skipped, sent, elapsed, limit)
+}
