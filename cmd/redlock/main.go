@@ -5,7 +5,7 @@
 //	redlock demo [--nodes URLS] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
 //	redlock inspect PATTERN --nodes URLS [--json]
 //	redlock unlock KEY --force --nodes URLS
-//	redlock bench [--quick] [--out DIR]
+//	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
 //
 // Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
 // partial or TTL-less locks, bench failed); 2 usage error (bad flag or URL);
@@ -46,7 +46,8 @@ const usage = `usage:
                                                              workers contending through a node fault
   redlock inspect PATTERN --nodes URLS [--json]              which nodes hold which lock keys
   redlock unlock KEY --force --nodes URLS                    delete a stuck lock on every node
-  redlock bench [--quick] [--out DIR]                        this library vs go-redsync, side by side
+  redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
+                                                             this library vs go-redsync, side by side
 
 URLS is a comma-separated list of redis:// or rediss:// URLs, one per independent node.
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials

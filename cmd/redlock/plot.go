@@ -10,8 +10,26 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-func plots(r *Results, dir string) error {
+// plots writes the PNGs for the sections r has and returns their names.
+func plots(r *Results, dir string) ([]string, error) {
 	libs := []string{"redlock", "redsync", "single-node"}
+	var wrote []string
+	if len(r.Uncontended) > 0 {
+		if err := plotNodes(r, libs, dir); err != nil {
+			return nil, err
+		}
+		wrote = append(wrote, "latency_vs_nodes.png")
+	}
+	if len(r.SlowNode) > 0 {
+		if err := plotDelay(r, libs, dir); err != nil {
+			return nil, err
+		}
+		wrote = append(wrote, "latency_vs_delay.png")
+	}
+	return wrote, nil
+}
+
+func plotNodes(r *Results, libs []string, dir string) error {
 	p := plot.New()
 	p.Title.Text = "acquire+release p50 vs number of nodes"
 	p.X.Label.Text = "nodes"
@@ -32,10 +50,10 @@ func plots(r *Results, dir string) error {
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
-	if err := p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "latency_vs_nodes.png")); err != nil {
-		return err
-	}
+	return p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "latency_vs_nodes.png"))
+}
 
+func plotDelay(r *Results, libs []string, dir string) error {
 	q := plot.New()
 	q.Title.Text = "acquire+release p99, one of five nodes delayed"
 	q.X.Label.Text = "added delay on node 5 (ms)"
@@ -48,7 +66,7 @@ func plots(r *Results, dir string) error {
 	}{{"healthy", 0.1}, {"+2ms", 2}, {"+20ms", 20}, {"+200ms", 200}}
 	q.X.Scale = plot.LogScale{}
 	q.X.Tick.Marker = plot.LogTicks{}
-	lines = nil
+	var lines []interface{}
 	for _, lib := range libs[:2] {
 		pts := make(plotter.XYs, 0, len(delays))
 		for _, d := range delays {
