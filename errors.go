@@ -40,7 +40,7 @@ var ErrPending = quorum.ErrPending
 type NodeResult struct {
 	Addr    string        // the node's address
 	Vote    bool          // it said yes (granted, extended, released)
-	Err     error         // the call failed, timed out (Timeout), or was still pending (ErrPending)
+	Err     error         // the call failed, timed out (Timeout), was still pending (ErrPending), or was not sent (ErrNodeSkipped)
 	Latency time.Duration // from the start of the round to the answer
 }
 

@@ -111,3 +111,25 @@ func ExampleLock_Extend() {
 		log.Printf("not extended; still valid for %v", l.Remaining())
 	}
 }
+
+// Observers see every operation and every node call; the redlockotel module
+// turns them into OpenTelemetry metrics. Observers run on the caller's (or
+// the node call's) goroutine and must be fast.
+func ExampleWithNodeObserver() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"},
+		redlock.WithObserver(func(e redlock.Event) {
+			if e.Op == "release" && e.Attempts > 0 && e.Remaining == 0 {
+				log.Printf("lock %v released after its deadline: the holder overran it", e.Keys)
+			}
+		}),
+		redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+			if e.Timeout() && !e.Canceled {
+				log.Printf("node %s timed out on %s after %v (late: %v)", e.Addr, e.Op, e.Latency, e.Late)
+			}
+		}),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+}

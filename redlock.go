@@ -27,8 +27,10 @@
 // backoff until acquired or ctx is done; TryLock makes one attempt. Every
 // call sends to all nodes in parallel and returns as soon as the quorum is
 // reached or can no longer be reached, so a slow or dead minority does not
-// slow it down. A failed attempt releases on every node, including the ones
-// that timed out.
+// slow it down; a node whose last call timed out gets one call at a time
+// until it answers in time again, while the others can make the quorum. A
+// failed attempt releases on every node that may hold the lock, including
+// the ones that timed out.
 package redlock
 
 import (

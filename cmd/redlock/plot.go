@@ -31,6 +31,7 @@ func plots(r *Results, dir string) ([]string, error) {
 
 func plotNodes(r *Results, libs []string, dir string) error {
 	p := plot.New()
+	p.Legend.Top, p.Legend.Left = true, true
 	p.Title.Text = "acquire+release p50 vs number of nodes"
 	p.X.Label.Text = "nodes"
 	p.Y.Label.Text = "p50 (µs)"
@@ -55,6 +56,7 @@ func plotNodes(r *Results, libs []string, dir string) error {
 
 func plotDelay(r *Results, libs []string, dir string) error {
 	q := plot.New()
+	q.Legend.Top, q.Legend.Left = true, true
 	q.Title.Text = "acquire+release p99, one of five nodes delayed"
 	q.X.Label.Text = "added delay on node 5 (ms)"
 	q.Y.Label.Text = "p99 (ms, log scale)"
