@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
 
 // newTest returns Metrics recording into a manual reader.
@@ -28,50 +26,6 @@ func newTest(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
 	}
 	t.Cleanup(func() { _ = m.Close() })
 	return m, r
-}
-
-// Points flattens what the reader collected: "name{k=v,...}" -> value
-// (sums and gauges) or count (histograms, with ":sum" for the sum).
-func Points(t testing.TB, r *sdkmetric.ManualReader) map[string]float64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]float64{}
-	name := func(n string, s attribute.Set) string {
-		var kv []string
-		for _, a := range s.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
-		}
-		sort.Strings(kv)
-		return n + "{" + strings.Join(kv, ",") + "}"
-	}
-	for _, sm := range rm.ScopeMetrics {
-		for _, md := range sm.Metrics {
-			switch d := md.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Count)
-					out[name(md.Name, p.Attributes)+":sum"] = p.Sum
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Count)
-					out[name(md.Name, p.Attributes)+":sum"] = float64(p.Sum)
-				}
-			}
-		}
-	}
-	return out
 }
 
 func nodes(votes ...string) []redlock.NodeResult {
@@ -160,7 +114,7 @@ func TestRecordsEvents(t *testing.T) {
 		m.ObserveNode(e)
 	}
 
-	got := Points(t, r)
+	got := metrictest.Collect(t, r)
 	want := map[string]float64{
 		"redlock.acquire.duration{redlock.outcome=acquired}":                              1,
 		"redlock.acquire.duration{redlock.outcome=acquired}:sum":                          0.002,
@@ -201,18 +155,13 @@ func TestRecordsEvents(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		var keys []string
-		for k, v := range got {
-			keys = append(keys, fmt.Sprintf("%s = %v", k, v))
-		}
-		sort.Strings(keys)
-		t.Logf("collected:\n%s", strings.Join(keys, "\n"))
+		t.Logf("collected:\n%s", metrictest.Dump(got))
 	}
 }
 
 func TestCloseStopsGauge(t *testing.T) {
 	m, r := newTest(t)
-	if _, ok := Points(t, r)["redlock.locks.held{}"]; !ok {
+	if _, ok := metrictest.Collect(t, r)["redlock.locks.held{}"]; !ok {
 		t.Fatal("held gauge not reported before Close")
 	}
 	if err := m.Close(); err != nil {
@@ -222,7 +171,7 @@ func TestCloseStopsGauge(t *testing.T) {
 		t.Fatalf("second Close: %v", err)
 	}
 	m.Observe(redlock.Event{Op: "acquire", Lock: &redlock.Lock{}}) // ignored for the gauge, no panic
-	if v, ok := Points(t, r)["redlock.locks.held{}"]; ok {
+	if v, ok := metrictest.Collect(t, r)["redlock.locks.held{}"]; ok {
 		t.Fatalf("held gauge still reported after Close: %v", v)
 	}
 }

@@ -6,85 +6,29 @@ package metrics
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	promclient "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/redlockotel"
+	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
 
 func TestMain(m *testing.M) {
 	// go-redis retries a dial to a killed node in the background
 	// (tryDial) until its dial timeout: go-redis's goroutine, not ours.
 	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
-}
-
-// collect returns "name{k=v,...}" -> value for sums and gauges, and the
-// count for histograms (":sum" suffixed keys hold their sums).
-func collect(t *testing.T, r *sdkmetric.ManualReader) map[string]float64 {
-	t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	name := func(n string, s attribute.Set) string {
-		var kv []string
-		for _, a := range s.ToSlice() {
-			kv = append(kv, string(a.Key)+"="+a.Value.Emit())
-		}
-		sort.Strings(kv)
-		return n + "{" + strings.Join(kv, ",") + "}"
-	}
-	out := map[string]float64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, md := range sm.Metrics {
-			switch d := md.Data.(type) {
-			case metricdata.Sum[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Gauge[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Value)
-				}
-			case metricdata.Histogram[float64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Count)
-					out[name(md.Name, p.Attributes)+":sum"] = p.Sum
-				}
-			case metricdata.Histogram[int64]:
-				for _, p := range d.DataPoints {
-					out[name(md.Name, p.Attributes)] = float64(p.Count)
-					out[name(md.Name, p.Attributes)+":sum"] = float64(p.Sum)
-				}
-			}
-		}
-	}
-	return out
-}
-
-func dump(m map[string]float64) string {
-	var s []string
-	for k, v := range m {
-		s = append(s, fmt.Sprintf("%s = %g", k, v))
-	}
-	sort.Strings(s)
-	return strings.Join(s, "\n")
 }
 
 // TestMetricsAgainstRealNodes drives a Client through every outcome the
@@ -127,9 +71,9 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Lock on a held key: %v", err)
 	}
-	got := collect(t, reader)
+	got := metrictest.Collect(t, reader)
 	if got["redlock.locks.held{}"] != 1 {
-		t.Fatalf("held = %v, want 1\n%s", got["redlock.locks.held{}"], dump(got))
+		t.Fatalf("held = %v, want 1\n%s", got["redlock.locks.held{}"], metrictest.Dump(got))
 	}
 
 	// Extend, and lose locks two ways: extend after expiry, release after
@@ -178,7 +122,7 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	}
 	c.Close() // waits for the calls still in flight
 
-	got = collect(t, reader)
+	got = metrictest.Collect(t, reader)
 	frozen, killed := nodes[4].Addr, nodes[3].Addr
 	atLeast := map[string]float64{
 		"redlock.acquire.duration{redlock.outcome=acquired}":     5, // a b d e f
@@ -226,7 +170,7 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("collected:\n%s", dump(got))
+		t.Logf("collected:\n%s", metrictest.Dump(got))
 	}
 
 	// The same values through a Prometheus scrape.
