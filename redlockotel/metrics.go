@@ -93,8 +93,9 @@ type Metrics struct {
 	nodeDur    metric.Float64Histogram
 	reg        metric.Registration
 
-	outcomes sync.Map // string -> metric.MeasurementOption
-	nodeOpts sync.Map // nodeKey -> metric.MeasurementOption
+	outcomes map[string]metric.MeasurementOption // every value Outcome returns; read-only after New
+	lostOpts map[string]metric.MeasurementOption // by op: extend, release
+	nodeOpts sync.Map                            // nodeKey -> metric.MeasurementOption
 
 	mu       sync.Mutex
 	held     map[*redlock.Lock]struct{}
@@ -129,7 +130,14 @@ func New(opts ...Option) (*Metrics, error) {
 		cfg.provider = otel.GetMeterProvider()
 	}
 	meter := cfg.provider.Meter(ScopeName)
-	m := &Metrics{held: map[*redlock.Lock]struct{}{}, pruneAt: 64}
+	m := &Metrics{held: map[*redlock.Lock]struct{}{}, pruneAt: 64,
+		outcomes: map[string]metric.MeasurementOption{}, lostOpts: map[string]metric.MeasurementOption{}}
+	for _, o := range outcomes {
+		m.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(KeyOutcome.String(o)))
+	}
+	for _, op := range []string{"extend", "release"} {
+		m.lostOpts[op] = metric.WithAttributeSet(attribute.NewSet(KeyOp.String(op)))
+	}
 	var err, e error
 	m.acquireDur, e = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time of Lock and TryLock calls, retries included, by outcome."),
@@ -215,25 +223,25 @@ func (m *Metrics) Observe(e redlock.Event) {
 	outcome := Outcome(e)
 	switch e.Op {
 	case "acquire":
-		m.acquireDur.Record(ctx, e.Elapsed.Seconds(), m.outcome(outcome))
+		m.acquireDur.Record(ctx, e.Elapsed.Seconds(), m.outcomes[outcome])
 		if e.Attempts > 0 {
-			m.attempts.Record(ctx, int64(e.Attempts), m.outcome(outcome))
+			m.attempts.Record(ctx, int64(e.Attempts), m.outcomes[outcome])
 		}
 		if e.Err == nil && e.Lock != nil {
 			m.track(e.Lock, true)
 		}
 	case "extend":
-		m.renewals.Add(ctx, 1, m.outcome(outcome))
+		m.renewals.Add(ctx, 1, m.outcomes[outcome])
 		if outcome == "lost" {
-			m.lost.Add(ctx, 1, m.outcome("op=extend"))
+			m.lost.Add(ctx, 1, m.lostOpts["extend"])
 		}
 		if outcome == "lost" || outcome == "not_held" {
 			m.track(e.Lock, false)
 		}
 	case "release":
-		m.releases.Add(ctx, 1, m.outcome(outcome))
+		m.releases.Add(ctx, 1, m.outcomes[outcome])
 		if e.Attempts > 0 && e.Remaining <= 0 {
-			m.lost.Add(ctx, 1, m.outcome("op=release"))
+			m.lost.Add(ctx, 1, m.lostOpts["release"])
 		}
 		m.track(e.Lock, false)
 	}
@@ -266,22 +274,6 @@ func (m *Metrics) track(l *redlock.Lock, add bool) {
 	if len(m.held) >= m.pruneAt { // bounded even if nobody reads the gauge
 		m.prune()
 	}
-}
-
-// outcome returns the attribute option for an outcome ("op=..." for the
-// lost counter), built once.
-func (m *Metrics) outcome(o string) metric.MeasurementOption {
-	if v, ok := m.outcomes.Load(o); ok {
-		return v.(metric.MeasurementOption)
-	}
-	var set attribute.Set
-	if len(o) > 3 && o[:3] == "op=" {
-		set = attribute.NewSet(KeyOp.String(o[3:]))
-	} else {
-		set = attribute.NewSet(KeyOutcome.String(o))
-	}
-	v, _ := m.outcomes.LoadOrStore(o, metric.WithAttributeSet(set))
-	return v.(metric.MeasurementOption)
 }
 
 // nodeOpt returns the attribute option for a node and operation, with an

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,9 @@ func TestOutcome(t *testing.T) {
 	for _, tc := range cases {
 		if got := Outcome(tc.e); got != tc.want {
 			t.Errorf("Outcome(%s, %v) = %q, want %q", tc.e.Op, tc.e.Err, got, tc.want)
+		}
+		if !slices.Contains(outcomes, tc.want) { // New builds an attribute set for each listed one
+			t.Errorf("outcome %q is not listed in outcomes", tc.want)
 		}
 	}
 }

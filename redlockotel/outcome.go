@@ -7,6 +7,10 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
+// outcomes lists every value Outcome returns.
+var outcomes = []string{"acquired", "held", "unavailable", "validity_expired", "canceled", "deadline",
+	"extended", "not_extended", "lost", "not_held", "released", "ok", "error"}
+
 // Outcome classifies an event as the redlock.outcome attribute does (see
 // the package documentation). Unknown errors give "error".
 func Outcome(e redlock.Event) string {

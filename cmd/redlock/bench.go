@@ -237,73 +237,65 @@ func merge(runs []*Results) *Results {
 		return runs[0]
 	}
 	out := newResults()
-	for _, r := range runs {
-		for n, m := range r.Uncontended {
-			for lib := range m {
-				out.Uncontended[n] = orNew(out.Uncontended[n])
-				out.Uncontended[n][lib] = mergeStat(runs, func(x *Results) (Stat, bool) { s, ok := x.Uncontended[n][lib]; return s, ok })
+	for n, ms := range group(each(runs, func(r *Results) map[int]map[string]Stat { return r.Uncontended })) {
+		out.Uncontended[n] = mergeStats(ms)
+	}
+	for k, ms := range group(each(runs, func(r *Results) map[string]map[string]Stat { return r.SlowNode })) {
+		out.SlowNode[k] = mergeStats(ms)
+	}
+	out.Independent = mergeStats(each(runs, func(r *Results) map[string]Stat { return r.Independent }))
+	for w, ms := range group(each(runs, func(r *Results) map[int]map[string]ContStat { return r.Contention })) {
+		out.Contention[w] = map[string]ContStat{}
+		for lib, cs := range group(ms) {
+			out.Contention[w][lib] = ContStat{
+				Acquisitions: int(median(cs, func(c ContStat) float64 { return float64(c.Acquisitions) })),
+				Utilization:  median(cs, func(c ContStat) float64 { return c.Utilization }),
+				WaitP50us:    median(cs, func(c ContStat) float64 { return c.WaitP50us }),
+				WaitP99us:    median(cs, func(c ContStat) float64 { return c.WaitP99us }),
+				WaitMaxUs:    median(cs, func(c ContStat) float64 { return c.WaitMaxUs }),
+				Fairness:     median(cs, func(c ContStat) float64 { return c.Fairness }),
 			}
 		}
-		for k, m := range r.SlowNode {
-			for lib := range m {
-				out.SlowNode[k] = orNew(out.SlowNode[k])
-				out.SlowNode[k][lib] = mergeStat(runs, func(x *Results) (Stat, bool) { s, ok := x.SlowNode[k][lib]; return s, ok })
-			}
-		}
-		for lib := range r.Independent {
-			out.Independent[lib] = mergeStat(runs, func(x *Results) (Stat, bool) { s, ok := x.Independent[lib]; return s, ok })
-		}
-		for w, m := range r.Contention {
-			for lib := range m {
-				if out.Contention[w] == nil {
-					out.Contention[w] = map[string]ContStat{}
-				}
-				var cs []ContStat
-				for _, x := range runs {
-					if c, ok := x.Contention[w][lib]; ok {
-						cs = append(cs, c)
-					}
-				}
-				out.Contention[w][lib] = ContStat{
-					Acquisitions: int(median(cs, func(c ContStat) float64 { return float64(c.Acquisitions) })),
-					Utilization:  median(cs, func(c ContStat) float64 { return c.Utilization }),
-					WaitP50us:    median(cs, func(c ContStat) float64 { return c.WaitP50us }),
-					WaitP99us:    median(cs, func(c ContStat) float64 { return c.WaitP99us }),
-					WaitMaxUs:    median(cs, func(c ContStat) float64 { return c.WaitMaxUs }),
-					Fairness:     median(cs, func(c ContStat) float64 { return c.Fairness }),
-				}
-			}
-		}
-		for lib := range r.Allocs {
-			var as []AllocStat
-			for _, x := range runs {
-				if a, ok := x.Allocs[lib]; ok {
-					as = append(as, a)
-				}
-			}
-			out.Allocs[lib] = AllocStat{
-				AllocsPerCycle: int64(median(as, func(a AllocStat) float64 { return float64(a.AllocsPerCycle) })),
-				BytesPerCycle:  int64(median(as, func(a AllocStat) float64 { return float64(a.BytesPerCycle) })),
-			}
+	}
+	for lib, as := range group(each(runs, func(r *Results) map[string]AllocStat { return r.Allocs })) {
+		out.Allocs[lib] = AllocStat{
+			AllocsPerCycle: int64(median(as, func(a AllocStat) float64 { return float64(a.AllocsPerCycle) })),
+			BytesPerCycle:  int64(median(as, func(a AllocStat) float64 { return float64(a.BytesPerCycle) })),
 		}
 	}
 	return out
 }
 
-func orNew(m map[string]Stat) map[string]Stat {
-	if m == nil {
-		return map[string]Stat{}
+// each returns f of every run.
+func each[T any](runs []*Results, f func(*Results) T) []T {
+	out := make([]T, len(runs))
+	for i, r := range runs {
+		out[i] = f(r)
 	}
-	return m
+	return out
 }
 
-func mergeStat(runs []*Results, get func(*Results) (Stat, bool)) Stat {
-	var ss []Stat
-	for _, r := range runs {
-		if s, ok := get(r); ok {
-			ss = append(ss, s)
+// group collects, per key, the values the maps hold under it.
+func group[K comparable, V any](ms []map[K]V) map[K][]V {
+	out := map[K][]V{}
+	for _, m := range ms {
+		for k, v := range m {
+			out[k] = append(out[k], v)
 		}
 	}
+	return out
+}
+
+// mergeStats merges one section's per-library stats over the runs.
+func mergeStats(ms []map[string]Stat) map[string]Stat {
+	out := map[string]Stat{}
+	for lib, ss := range group(ms) {
+		out[lib] = mergeStat(ss)
+	}
+	return out
+}
+
+func mergeStat(ss []Stat) Stat {
 	out := Stat{
 		P50us:        median(ss, func(s Stat) float64 { return s.P50us }),
 		P99us:        median(ss, func(s Stat) float64 { return s.P99us }),
@@ -335,7 +327,7 @@ func median[T any](xs []T, f func(T) float64) float64 {
 }
 
 func withNodes(n int, fn func([]localNode, []string) error) error {
-	nodes, kind, err := startNodes(n)
+	nodes, _, err := startNodes(n) // redis-server processes: cmdBench checked PATH
 	if err != nil {
 		return err
 	}
@@ -344,9 +336,6 @@ func withNodes(n int, fn func([]localNode, []string) error) error {
 			x.Close()
 		}
 	}()
-	if !strings.HasPrefix(kind, "redis-server") {
-		return fmt.Errorf("bench needs redis-server on PATH (found only %s)", kind)
-	}
 	return fn(nodes, urlsOf(nodes))
 }
 

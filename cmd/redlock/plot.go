@@ -29,12 +29,24 @@ func plots(r *Results, dir string) ([]string, error) {
 	return wrote, nil
 }
 
-func plotNodes(r *Results, libs []string, dir string) error {
+// newPlot returns a plot with its labels and the legend top left.
+func newPlot(title, x, y string) *plot.Plot {
 	p := plot.New()
 	p.Legend.Top, p.Legend.Left = true, true
-	p.Title.Text = "acquire+release p50 vs number of nodes"
-	p.X.Label.Text = "nodes"
-	p.Y.Label.Text = "p50 (µs)"
+	p.Title.Text, p.X.Label.Text, p.Y.Label.Text = title, x, y
+	return p
+}
+
+// save draws lines (name, points, name, points, ...) on p and writes it.
+func save(p *plot.Plot, lines []interface{}, path string) error {
+	if err := plotutil.AddLinePoints(p, lines...); err != nil {
+		return err
+	}
+	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+}
+
+func plotNodes(r *Results, libs []string, dir string) error {
+	p := newPlot("acquire+release p50 vs number of nodes", "nodes", "p50 (µs)")
 	var ns []int
 	for n := range r.Uncontended {
 		ns = append(ns, n)
@@ -48,18 +60,11 @@ func plotNodes(r *Results, libs []string, dir string) error {
 		}
 		lines = append(lines, lib, pts)
 	}
-	if err := plotutil.AddLinePoints(p, lines...); err != nil {
-		return err
-	}
-	return p.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "latency_vs_nodes.png"))
+	return save(p, lines, filepath.Join(dir, "latency_vs_nodes.png"))
 }
 
 func plotDelay(r *Results, libs []string, dir string) error {
-	q := plot.New()
-	q.Legend.Top, q.Legend.Left = true, true
-	q.Title.Text = "acquire+release p99, one of five nodes delayed"
-	q.X.Label.Text = "added delay on node 5 (ms)"
-	q.Y.Label.Text = "p99 (ms, log scale)"
+	q := newPlot("acquire+release p99, one of five nodes delayed", "added delay on node 5 (ms)", "p99 (ms, log scale)")
 	q.Y.Scale = plot.LogScale{}
 	q.Y.Tick.Marker = plot.LogTicks{}
 	delays := []struct {
@@ -80,8 +85,5 @@ func plotDelay(r *Results, libs []string, dir string) error {
 		}
 		lines = append(lines, lib, pts)
 	}
-	if err := plotutil.AddLinePoints(q, lines...); err != nil {
-		return err
-	}
-	return q.Save(6*vg.Inch, 4*vg.Inch, filepath.Join(dir, "latency_vs_delay.png"))
+	return save(q, lines, filepath.Join(dir, "latency_vs_delay.png"))
 }

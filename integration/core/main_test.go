@@ -15,10 +15,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	// go-redis's pool retries a failed dial in the background (tryDial)
-	// and only notices Close after its 5s dial timeout: with a frozen node
-	// such a dial hangs in connect. It is go-redis's goroutine, not ours.
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"))
+	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
 }
 
 // setup starts n fresh nodes and a Client over them.
