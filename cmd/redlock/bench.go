@@ -327,7 +327,7 @@ func median[T any](xs []T, f func(T) float64) float64 {
 }
 
 func withNodes(n int, fn func([]localNode, []string) error) error {
-	nodes, _, err := startNodes(n) // redis-server processes: cmdBench checked PATH
+	nodes, _, err := startNodes(n, false) // redis-server processes: cmdBench checked PATH
 	if err != nil {
 		return err
 	}

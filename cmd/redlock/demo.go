@@ -25,12 +25,16 @@ func cmdDemo(args []string, out io.Writer) error {
 	duration := fs.Duration("duration", 8*time.Second, "how long to run")
 	ttl := fs.Duration("ttl", 2*time.Second, "lock TTL")
 	hold := fs.Duration("hold", 2*time.Millisecond, "time spent inside the critical section")
+	embedded := fs.Bool("embedded", false, "run the 5 nodes in-process (miniredis) even if redis-server is installed")
 	metricsAddr := fs.String("metrics-addr", "", "serve the OpenTelemetry metrics for Prometheus at this address, e.g. 127.0.0.1:9464 (default: off)")
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if *workers < 1 || *duration <= 0 || *hold < 0 || *ttl <= 0 {
 		return usageErr("--workers, --duration and --ttl must be positive, --hold not negative")
+	}
+	if *embedded && *nodesFlag != "" {
+		return usageErr("--embedded starts its own nodes; it does not go with --nodes")
 	}
 
 	dm, err := startMetrics(*metricsAddr)
@@ -42,7 +46,7 @@ func cmdDemo(args []string, out io.Writer) error {
 	var urls []string
 	var local []localNode
 	if *nodesFlag == "" {
-		nodes, kind, err := startNodes(5)
+		nodes, kind, err := startNodes(5, *embedded)
 		if err != nil {
 			return err
 		}

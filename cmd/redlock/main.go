@@ -2,7 +2,7 @@
 // keys on a set of Redis nodes, and benchmarks the library against
 // go-redsync.
 //
-//	redlock demo [--nodes URLS] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
+//	redlock demo [--nodes URLS | --embedded] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
 //	redlock inspect PATTERN --nodes URLS [--json]
 //	redlock unlock KEY --force --nodes URLS
 //	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
@@ -13,12 +13,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -42,7 +45,7 @@ func usageErr(format string, args ...any) error {
 }
 
 const usage = `usage:
-  redlock demo [--nodes URLS] [--workers N] [--duration D] [--metrics-addr ADDR]
+  redlock demo [--nodes URLS | --embedded] [--workers N] [--duration D] [--metrics-addr ADDR]
                                                              workers contending through a node fault
   redlock inspect PATTERN --nodes URLS [--json]              which nodes hold which lock keys
   redlock unlock KEY --force --nodes URLS                    delete a stuck lock on every node
@@ -54,8 +57,16 @@ exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
 `
 
 func main() {
+	// go-redis logs every failed redial of a stopped node to stderr, which
+	// would tear through the demo's live view; failures are reported per
+	// node by the commands themselves.
+	redis.SetLogger(quiet{})
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {

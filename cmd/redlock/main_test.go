@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func nodes(t *testing.T, n int) []string {
 	t.Helper()
-	nd, kind, err := startNodes(n)
+	nd, kind, err := startNodes(n, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +52,23 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The embedded nodes (what make demo runs on a machine without
+// redis-server): the fault stops node 3 and brings it back.
+func TestDemoEmbedded(t *testing.T) {
+	code, out, errOut := runCmd(t, "demo", "--embedded", "--duration", "3s", "--workers", "4")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"5 nodes on embedded in-process nodes", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, _ := runCmd(t, "demo", "--embedded", "--nodes", "redis://127.0.0.1:1"); code != exitUsage {
+		t.Errorf("--embedded with --nodes: exit %d, want %d", code, exitUsage)
 	}
 }
 

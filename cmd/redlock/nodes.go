@@ -26,16 +26,21 @@ type localNode interface {
 }
 
 // startNodes starts n nodes: redis-server processes when the binary is on
-// PATH, in-process miniredis otherwise. It returns the kind it used.
-func startNodes(n int) ([]localNode, string, error) {
-	bin, err := exec.LookPath("redis-server")
-	kind := "redis-server processes (" + bin + ")"
-	if err != nil {
+// PATH and embedded is false, in-process miniredis otherwise. It returns
+// the kind it used.
+func startNodes(n int, embedded bool) ([]localNode, string, error) {
+	var bin, kind string
+	if embedded {
+		kind = "embedded in-process nodes (miniredis; --embedded)"
+	} else if p, err := exec.LookPath("redis-server"); err == nil {
+		bin, kind = p, "redis-server processes ("+p+")"
+	} else {
 		kind = "embedded in-process nodes (miniredis; no redis-server on PATH)"
 	}
 	var nodes []localNode
 	for i := 0; i < n; i++ {
 		var nd localNode
+		var err error
 		if bin != "" {
 			nd, err = startProcess(bin)
 		} else {
@@ -140,6 +145,7 @@ func (p *procNode) Close() {
 // itself, so a ticker moves its clock along with real time.
 type miniNode struct {
 	m    *miniredis.Miniredis
+	addr string // kept: m.Addr panics while the node is faulted (closed)
 	stop chan struct{}
 	done chan struct{}
 }
@@ -149,7 +155,7 @@ func startMini() (*miniNode, error) {
 	if err := m.Start(); err != nil {
 		return nil, err
 	}
-	n := &miniNode{m: m, stop: make(chan struct{}), done: make(chan struct{})}
+	n := &miniNode{m: m, addr: m.Addr(), stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(n.done)
 		t := time.NewTicker(5 * time.Millisecond)
@@ -168,7 +174,7 @@ func startMini() (*miniNode, error) {
 	return n, nil
 }
 
-func (n *miniNode) Addr() string { return n.m.Addr() }
+func (n *miniNode) Addr() string { return n.addr }
 func (n *miniNode) Fault() error { n.m.Close(); return nil }
 func (n *miniNode) Heal() error  { return n.m.Restart() }
 func (n *miniNode) Close() {
