@@ -61,6 +61,9 @@ type Spec struct {
 	HoldToEnd  bool          `json:"hold_to_end"` // hold until the believed deadline
 	PauseEvery int           `json:"pause_every"` // every n-th hold pauses past the TTL (0: never)
 	Persist    bool          `json:"-"`
+	// Observe, if set, sees every operation of the client (the helper
+	// process counts which of its calls reached a node).
+	Observe func(redlock.Event) `json:"-"`
 }
 
 // fenceScript is the fenced resource: it stores the highest token seen and
@@ -92,8 +95,12 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	if rate != 1 {
 		clk = clock.Scaled(clock.Real(), rate)
 	}
-	lc, err := redlock.NewFromURLs(s.Nodes, redlock.WithClock(clk), redlock.WithRetryBackoff(2*time.Millisecond, 16*time.Millisecond),
-		redlock.WithNodeTimeout(50*time.Millisecond))
+	opts := []redlock.Option{redlock.WithClock(clk), redlock.WithRetryBackoff(2*time.Millisecond, 16*time.Millisecond),
+		redlock.WithNodeTimeout(50 * time.Millisecond)}
+	if s.Observe != nil {
+		opts = append(opts, redlock.WithObserver(s.Observe))
+	}
+	lc, err := redlock.NewFromURLs(s.Nodes, opts...)
 	if err != nil {
 		return nil, err
 	}
