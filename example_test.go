@@ -123,7 +123,7 @@ func ExampleWithNodeObserver() {
 			}
 		}),
 		redlock.WithNodeObserver(func(e redlock.NodeEvent) {
-			if e.Timeout() && !e.Canceled {
+			if e.Timeout() {
 				log.Printf("node %s timed out on %s after %v (late: %v)", e.Addr, e.Op, e.Latency, e.Late)
 			}
 		}),

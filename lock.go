@@ -24,8 +24,8 @@ const (
 type Lock struct {
 	c     *Client
 	keys  []string
-	owner string
-	rel   *node.Cmd // the release command, prepared once
+	owner string    // of the winning attempt
+	rel   *node.Cmd // its release command, prepared once
 	ttl   time.Duration
 
 	mu       sync.Mutex
@@ -33,21 +33,43 @@ type Lock struct {
 	acquired time.Time     // start of the successful attempt
 	deadline time.Time     // end of validity on the client's monotonic clock
 	votes    []quorum.Vote // of the acquisition or last extension
-
-	// Stragglers of the winning acquisition round. A SET still in flight
-	// to node i when the round was decided may run there after a release
-	// sent later on another connection; Release therefore waits, per node,
-	// for that answer before it sends (bits of nodes 0..63; more nodes fall
-	// back to a second release when the late answer comes).
-	attempt  int       // the round in progress or won
-	unsent   uint64    // nodes the won round did not send to (ErrNodeSkipped)
-	lateSeen uint64    // nodes of that round that answered after its decision
-	pending  uint64    // nodes of the won round whose answer is still due
-	answered sync.Cond // signalled when pending shrinks; L is &mu
+	won      *try          // the winning attempt
+	first    try           // the first attempt's state, saving an allocation
+	answered sync.Cond     // signalled when a late answer of an attempt arrives; L is &mu
 }
 
-// maskable reports whether node i has a bit in Lock.pending.
-func maskable(i int) bool { return i < 64 }
+// try is one acquisition attempt. Every attempt has its own owner value, so
+// that its clean-up can never delete what a later attempt wrote, and every
+// node's clean-up can wait for that node's answer without holding up the
+// next attempt.
+type try struct {
+	owner string
+	rel   *node.Cmd
+
+	// Guarded by Lock.mu.
+	verdict  verdict
+	answered uint64 // nodes whose call has returned (bit i: node i)
+	holds    uint64 // of those, the ones that may hold owner: yes, or an error (unknown outcome)
+}
+
+type verdict int
+
+const (
+	open verdict = iota // the round or its judgement is in progress
+	won                 // the lock was returned; Release cleans up
+	lost                // failed; every node that may hold owner is released
+)
+
+// maxNodes is how many nodes a Client takes: try tracks nodes in 64-bit sets.
+const maxNodes = 64
+
+// mayHold reports whether a node that answered v may hold the attempt's
+// owner value: it said yes, or the call failed and its outcome is unknown.
+// A plain no (the key was held by someone else; the command wrote nothing)
+// and a call that was never sent leave nothing behind.
+func mayHold(v quorum.Vote) bool {
+	return v.OK || v.Err != nil && v.Err != ErrNodeSkipped && v.Err != errNotSent
+}
 
 // Key returns the (first) locked key.
 func (l *Lock) Key() string { return l.keys[0] }
@@ -106,57 +128,57 @@ func (l *Lock) setState(s lockState) {
 	l.mu.Unlock()
 }
 
-// late handles an answer of acquisition round attempt that arrived after
-// the round was decided. If the lock is no longer wanted, a yes (or an
-// unknown outcome) there is undone. While the call is still retrying or the
-// lock is held, the key is ours and the final release reaches it: Release
-// waits for this answer before it sends to node i, so the release cannot
-// overtake the SET.
-func (l *Lock) late(attempt, i int, v quorum.Vote) {
+// judge records the on-time answers of attempt t and its verdict, and
+// returns the nodes that answered and may hold t's owner value. l.mu must
+// be held.
+func (l *Lock) judge(t *try, votes []quorum.Vote, v verdict) (holds uint64) {
+	for i, vote := range votes {
+		if !vote.Done {
+			continue // its answer comes to late
+		}
+		t.answered |= 1 << i
+		if mayHold(vote) {
+			t.holds |= 1 << i
+		}
+	}
+	t.verdict = v
+	return t.holds
+}
+
+// late handles an answer of attempt t that arrived after its round was
+// decided. For a lost attempt a node that may hold its owner value is
+// released now, after its answer, so the release cannot overtake the
+// attempt's own command. For a won one, Release waits for this answer
+// before it sends to node i. Before the verdict the answer is only recorded;
+// the verdict acts on it.
+func (l *Lock) late(t *try, i int, v quorum.Vote) {
+	hold := mayHold(v)
 	l.mu.Lock()
-	ordered := attempt == l.attempt && maskable(i)
-	if ordered {
-		l.lateSeen |= 1 << i
-		if v.Err == ErrNodeSkipped {
-			l.unsent |= 1 << i
-		}
-		if l.pending&(1<<i) != 0 {
-			l.pending &^= 1 << i
-			l.answered.Broadcast()
-		}
+	t.answered |= 1 << i
+	if hold {
+		t.holds |= 1 << i
 	}
-	st := l.state
+	undo := hold && t.verdict == lost
+	l.answered.Broadcast()
 	l.mu.Unlock()
-	if !v.OK && v.Err == nil || v.Err == ErrNodeSkipped {
-		return // a plain no, or not sent: nothing was written
-	}
-	if st == stateFailed || (st == stateReleased && !ordered) {
+	if undo {
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
 		defer cancel()
-		_, _ = l.c.nodes[i].Do(ctx, l.rel)
+		_, _ = l.c.nodes[i].Do(ctx, t.rel)
 	}
 }
 
-// startRound records that acquisition round attempt begins.
-func (l *Lock) startRound(attempt int) {
-	l.mu.Lock()
-	l.attempt, l.lateSeen, l.unsent = attempt, 0, 0
-	l.mu.Unlock()
-}
-
-// awaitAnswer blocks until the won round's call to node i has returned
-// (bounded by that call's own deadline) and reports whether that round
-// sent anything to node i.
-func (l *Lock) awaitAnswer(i int) (sent bool) {
-	if !maskable(i) {
-		return true
-	}
+// awaitAnswer blocks until the winning attempt's call to node i has
+// returned (bounded by that call's own deadline) and reports whether node i
+// may hold our owner value.
+func (l *Lock) awaitAnswer(i int) (holds bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for l.pending&(1<<i) != 0 {
+	t := l.won
+	for t.answered&(1<<i) == 0 {
 		l.answered.Wait()
 	}
-	return l.unsent&(1<<i) == 0
+	return t.holds&(1<<i) != 0
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -247,7 +269,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 }
 
 // Release deletes the lock on every node where it still holds our owner
-// value; keys now held by someone else are left untouched. It returns nil
+// value; keys now held by someone else are left untouched. It sends only to
+// nodes that may hold it (not to those that refused the acquisition), to
+// each after it answered the acquisition's command. It returns nil
 // once a quorum confirmed the delete. Otherwise the error matches ErrNotHeld
 // (the lock had expired or was taken over, nodes failed, or it was released
 // already) with every node's answer; keys left on unreachable nodes expire
@@ -270,9 +294,9 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.state = stateReleased
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		if !l.awaitAnswer(i) {
-			return false, errNotSent // the acquisition left this node out
+			return false, errNotSent // nothing of ours was written there
 		}
 		return c.nodes[i].Do(ctx, l.rel)
 	}).Wait(bg)

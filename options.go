@@ -143,11 +143,10 @@ type NodeEvent struct {
 	Op string // "acquire", "extend" or "release" (also the clean-up of a failed attempt)
 	NodeResult
 	// Late: the answer came after the round was decided; the caller did
-	// not wait for it.
+	// not wait for it. (A call is not cut short when the caller's ctx
+	// ends: it runs to its answer or its own deadline, so its error is
+	// always the node's.)
 	Late bool
-	// Canceled: the call failed after the caller's ctx had ended, which
-	// is then the likely cause (not the node or its deadline).
-	Canceled bool
 }
 
 // Event describes one finished operation, for metrics and tracing.

@@ -28,9 +28,15 @@
 // call sends to all nodes in parallel and returns as soon as the quorum is
 // reached or can no longer be reached, so a slow or dead minority does not
 // slow it down; a node whose last call timed out gets one call at a time
-// until it answers in time again, while the others can make the quorum. A
-// failed attempt releases on every node that may hold the lock, including
-// the ones that timed out.
+// until it answers in time again, while the others can make the quorum.
+//
+// Each attempt stores its own random owner value. A failed attempt is
+// released on every node that may hold it (it said yes, or its call failed
+// with an unknown outcome), each node only after it answered that attempt's
+// command, so the release cannot overtake it; a node that refused is left
+// alone. The node calls are not cut short when ctx ends (they run to their
+// answer or the node timeout, in the background), so their outcome stays
+// known and the clean-up exact; Lock itself returns at once.
 package redlock
 
 import (
@@ -72,8 +78,8 @@ type Client struct {
 // the Client then still returns on time, but the abandoned command holds a
 // connection until the client's own ReadTimeout.
 //
-// New returns an error matching ErrInvalidArgument for no nodes, a nil or
-// duplicate client, or an invalid option.
+// New returns an error matching ErrInvalidArgument for no nodes or more
+// than 64, a nil or duplicate client, or an invalid option.
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return newClient(clients, nil, opts)
 }
@@ -114,6 +120,9 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	}
 	if len(clients) == 0 {
 		return nil, invalid("no nodes")
+	}
+	if len(clients) > maxNodes {
+		return nil, invalid("%d nodes; at most %d are supported", len(clients), maxNodes)
 	}
 	if err := o.validate(len(clients)); err != nil {
 		return nil, err
@@ -290,13 +299,8 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	owner, err := newOwner()
-	if err != nil {
-		return nil, err
-	}
 	begin := c.o.clock.Now()
-	l := &Lock{c: c, keys: append([]string(nil), keys...), owner: owner, ttl: ttl}
-	l.rel = node.Release(l.keys, owner)
+	l := &Lock{c: c, keys: append([]string(nil), keys...), ttl: ttl}
 	l.answered.L = &l.mu
 	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
 		l.state = stateFailed
@@ -305,60 +309,58 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		return nil, qe
 	}
 	drift := DriftBudget(ttl, c.o.driftFactor)
-	var retryCmd *node.Cmd
 	for attempt := 1; ; attempt++ {
-		start := c.o.clock.Now()
-		cmd := retryCmd
-		switch {
-		case attempt == 1:
-			cmd = node.LockNew(l.keys, owner, ttl) // no node can hold a fresh owner value
-		case cmd == nil:
-			cmd = node.Lock(l.keys, owner, ttl) // resets the TTL where a late SET landed
-			retryCmd = cmd
+		t := &l.first
+		if attempt > 1 {
+			t = new(try)
 		}
-		l.startRound(attempt)
-		late := func(i int, v quorum.Vote) { l.late(attempt, i, v) }
+		owner, err := newOwner()
+		if err != nil {
+			l.setState(stateFailed)
+			return nil, err
+		}
+		t.owner, t.rel = owner, node.Release(l.keys, owner)
+		l.owner = owner // read by the logger; only this goroutine writes it
+		cmd := node.LockNew(l.keys, owner, ttl)
+		late := func(i int, v quorum.Vote) { l.late(t, i, v) }
+		start := c.o.clock.Now()
 		out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
 			return c.nodes[i].Do(ctx, cmd)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
 			l.mu.Lock()
+			l.judge(t, out.Votes, won)
+			l.won, l.rel = t, t.rel
 			l.state = stateHeld
 			l.acquired = start
 			l.deadline = start.Add(ttl - drift)
 			l.votes = out.Votes
-			for i, v := range out.Votes {
-				if !v.Done && maskable(i) {
-					l.pending |= 1 << i
-				}
-				if v.Err == ErrNodeSkipped && maskable(i) {
-					l.unsent |= 1 << i
-				}
-			}
-			l.pending &^= l.lateSeen
 			left := l.remaining()
 			l.mu.Unlock()
 			c.done(ctx, "acquire", l, begin, attempt, out, nil, left)
 			return l, nil
 		}
-		// A failed attempt releases everywhere, also where the call timed
-		// out or has not answered yet, before the next try.
+		// A failed attempt is undone on every node that answered and may
+		// hold its owner value; nodes that have not answered yet are undone
+		// by late when they do.
 		cause := out.Err
 		if cause == nil {
 			cause = ctx.Err()
 		}
 		final := !retry || attempt == c.o.maxAttempts || cause != nil
+		l.mu.Lock()
+		holds := l.judge(t, out.Votes, lost)
 		if final {
-			l.setState(stateFailed)
+			l.state = stateFailed
 		}
-		c.releaseAll(ctx, l, out.Votes)
+		l.mu.Unlock()
+		c.undo(ctx, l, t, holds)
 		if !final {
 			if cause = c.o.clock.Sleep(ctx, c.backoff(attempt)); cause == nil {
 				continue
 			}
 			l.setState(stateFailed)
-			c.releaseAll(ctx, l, out.Votes) // answers that came in during the wait
 		}
 		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: attempt,
 			Nodes: c.results(out), Err: ErrNotObtained, Cause: cause}
@@ -375,7 +377,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 // last of them has returned.
 func (c *Client) round(ctx context.Context, name string, l *Lock, need int, late func(int, quorum.Vote),
 	op quorum.Call) *quorum.Round {
-	return c.roundWithin(ctx, name, c.callTimeout(l.ttl), l, need, late, op)
+	return c.roundWithin(ctx, name, c.callTimeout(l.ttl), need, late, op)
 }
 
 // releaseTimeout bounds the calls of Release and of late clean-ups. They
@@ -393,10 +395,14 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 	return d
 }
 
-func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Duration, l *Lock, need int, late func(int, quorum.Vote),
+// roundWithin is round with a given per-node deadline. The node calls do
+// not end with ctx, only at that deadline: a command cut short on the
+// socket may still run on the node with its answer unknown, while one that
+// runs to its answer tells exactly what is there to undo. The caller's wait
+// (Round.Wait) still ends with ctx.
+func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Duration, need int, late func(int, quorum.Vote),
 	op quorum.Call) *quorum.Round {
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) {
@@ -404,7 +410,7 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 				return // no call was made
 			}
 			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
-				Late: !v.Done, Canceled: v.Err != nil && parent.Err() != nil}
+				Late: !v.Done}
 			for _, fn := range c.o.nodeObs {
 				fn(e)
 			}
@@ -423,7 +429,7 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 		canSkip = healthy >= need && healthy < len(c.nodes)
 	}
 	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
-		return c.call(ctx, parent, i, canSkip, op)
+		return c.call(ctx, i, canSkip, op)
 	})
 }
 
@@ -444,10 +450,8 @@ type nodeHealth struct {
 // needs undoing there.
 var ErrNodeSkipped = errors.New("redlock: node skipped: its last call timed out and a probe is in flight")
 
-// call runs op on node i, applying and updating the node's health. parent
-// is the caller's ctx: a timeout after the caller gave up says nothing
-// about the node.
-func (c *Client) call(ctx, parent context.Context, i int, canSkip bool, op quorum.Call) (bool, error) {
+// call runs op on node i, applying and updating the node's health.
+func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) (bool, error) {
 	h := &c.health[i]
 	if h.suspect.Load() {
 		if h.probing.CompareAndSwap(false, true) {
@@ -458,7 +462,7 @@ func (c *Client) call(ctx, parent context.Context, i int, canSkip bool, op quoru
 	}
 	ok, err := op(ctx, i)
 	switch {
-	case err == errNotSent, parent.Err() != nil:
+	case err == errNotSent:
 	case err != nil && node.IsTimeout(err):
 		h.suspect.Store(true)
 	default:
@@ -467,44 +471,23 @@ func (c *Client) call(ctx, parent context.Context, i int, canSkip bool, op quoru
 	return ok, err
 }
 
-// errNotSent marks a node call that releaseAll skipped; it is not reported
-// to node observers.
+// errNotSent marks a node call that was skipped because nothing of ours
+// can be there; it is not reported to node observers.
 var errNotSent = errors.New("redlock: not sent")
 
-// releaseAll undoes a failed attempt: it sends release to every node that
-// may hold our value and waits until every call has returned or hit its
-// deadline. It runs even if ctx is done: a failed attempt must not leave
-// keys behind. Waiting for all matters: the next attempt reuses the owner
-// value, and a release still in flight could delete a key that attempt
-// already counted.
-//
-// Nodes the attempt did not send to (ErrNodeSkipped) are left out. For a
-// single key, so is a node that answered a plain no in votes:
-// the key held someone else's value when our command ran there, so nothing
-// of ours was written (a stale key of ours from an earlier attempt would
-// have made the lock script answer yes). Under contention that saves most
-// of the releases. Multi-key locks release everywhere: a no there can hide
-// one of our keys left by an earlier attempt.
-func (c *Client) releaseAll(ctx context.Context, l *Lock, votes []quorum.Vote) {
-	skip := func(i int) bool {
-		if i >= len(votes) {
-			return false
-		}
-		v := votes[i]
-		return v.Err == ErrNodeSkipped || len(l.keys) == 1 && v.Done && !v.OK && v.Err == nil
-	}
-	send := false
-	for i := range c.nodes {
-		send = send || !skip(i)
-	}
-	if !send {
+// undo releases attempt t on the nodes in the set holds and waits until
+// every call has returned or hit its deadline, so that the next attempt
+// does not find t's keys still in place. It runs even if ctx is done: a
+// failed attempt must not leave keys behind.
+func (c *Client) undo(ctx context.Context, l *Lock, t *try, holds uint64) {
+	if holds == 0 {
 		return
 	}
-	c.round(context.WithoutCancel(ctx), "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
-		if skip(i) {
+	c.round(ctx, "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
+		if holds&(1<<i) == 0 {
 			return false, errNotSent
 		}
-		return c.nodes[i].Do(ctx, l.rel)
+		return c.nodes[i].Do(ctx, t.rel)
 	}).WaitAll()
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/quorum"
 )
 
 func TestDriftAndValidity(t *testing.T) {
@@ -55,6 +56,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		want    string
 	}{
 		{"no nodes", nil, nil, "no nodes"},
+		{"65 nodes", unreachable(65), nil, "at most 64"},
 		{"nil client", []redis.UniversalClient{three[0], nil, three[1]}, nil, "nil client"},
 		{"duplicate address", dup, nil, "same server"},
 		{"same client twice", []redis.UniversalClient{three[0], three[0], three[1]}, nil, "same server"},
@@ -332,5 +334,31 @@ func TestInflightWaitsForLateAdds(t *testing.T) {
 	defer f.mu.Unlock()
 	if f.n != 0 {
 		t.Fatalf("Wait returned with %d in flight", f.n)
+	}
+}
+
+// What an attempt must undo follows from each node's answer: a yes or an
+// unknown outcome may have left our value there; a plain no or a call
+// never sent cannot.
+func TestJudgeAndLateAnswers(t *testing.T) {
+	if !mayHold(quorum.Vote{OK: true, Done: true}) || !mayHold(quorum.Vote{Err: context.DeadlineExceeded, Done: true}) {
+		t.Fatal("a yes or a timeout must count as possibly held")
+	}
+	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: ErrNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) {
+		t.Fatal("a plain no or an unsent call cannot hold our value")
+	}
+	c := &Client{o: defaults()}
+	l := &Lock{c: c, keys: []string{"k"}}
+	l.answered.L = &l.mu
+	tr := &l.first
+	// Node 3 answers after the decision but before the verdict: recorded,
+	// and the verdict includes it. Node 4 has not answered at all.
+	l.late(tr, 3, quorum.Vote{OK: true})
+	votes := []quorum.Vote{{OK: true, Done: true}, {Done: true}, {Err: errors.New("reset"), Done: true}, {Err: ErrPending}, {Err: ErrPending}}
+	l.mu.Lock()
+	got := l.judge(tr, votes, lost)
+	l.mu.Unlock()
+	if want := uint64(1<<0 | 1<<2 | 1<<3); got != want || tr.answered != 0b1111 {
+		t.Fatalf("holds = %05b, want %05b; answered = %05b", got, want, tr.answered)
 	}
 }

@@ -90,9 +90,9 @@ func Lock(keys []string, value string, ttl time.Duration) *Cmd {
 	return scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds())
 }
 
-// LockNew is Lock for an owner value that no node can hold yet (the first
-// attempt of an acquisition): a single key then needs only SET NX PX,
-// cheaper for the node than the script.
+// LockNew is Lock for an owner value that no node can hold yet (redlock
+// makes a fresh one for every attempt): a single key then needs only
+// SET NX PX, cheaper for the node than the script.
 func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)

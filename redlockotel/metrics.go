@@ -36,9 +36,9 @@
 // The node instruments count every node call when it ends, also the calls
 // that end after their round was decided (a round returns at quorum and does
 // not wait for a slow or frozen node; that node's timeouts show here).
-// error.type is timeout (the per-node deadline passed), canceled (the
-// caller's ctx ended the call), or error (anything else: refused
-// connection, wrong password, script error). redlock.op is acquire, extend
+// error.type is timeout (the per-node deadline passed) or error (anything
+// else: refused connection, wrong password, script error). A node call is
+// not cut short when the caller's ctx ends, so its error is the node's. redlock.op is acquire, extend
 // or release (release includes the clean-up after a failed attempt).
 //
 // Durations are taken from the Client's clock (monotonic by default).

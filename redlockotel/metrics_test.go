@@ -112,8 +112,6 @@ func TestRecordsEvents(t *testing.T) {
 		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 50 * time.Millisecond}, Late: true},
 		{Op: "release", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 500 * time.Millisecond}, Late: true},
 		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: errors.New("connection refused"), Latency: time.Millisecond}},
-		{Op: "extend", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: context.Canceled, Latency: time.Millisecond}},
-		{Op: "extend", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: context.DeadlineExceeded, Latency: time.Millisecond}, Canceled: true},
 	} {
 		m.ObserveNode(e)
 	}
@@ -141,7 +139,6 @@ func TestRecordsEvents(t *testing.T) {
 		"redlock.node.errors{error.type=timeout,redlock.node=n5:6379,redlock.op=acquire}": 1,
 		"redlock.node.errors{error.type=timeout,redlock.node=n5:6379,redlock.op=release}": 1,
 		"redlock.node.errors{error.type=error,redlock.node=n4:6379,redlock.op=acquire}":   1,
-		"redlock.node.errors{error.type=canceled,redlock.node=n4:6379,redlock.op=extend}": 2,
 	}
 	for k, v := range want {
 		g, ok := got[k]

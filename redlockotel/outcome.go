@@ -80,8 +80,6 @@ func nodeErrorType(e redlock.NodeEvent) string {
 	switch {
 	case e.Err == nil:
 		return ""
-	case e.Canceled, errors.Is(e.Err, context.Canceled):
-		return "canceled"
 	case e.Timeout():
 		return "timeout"
 	}

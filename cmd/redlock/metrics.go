@@ -65,7 +65,7 @@ func startMetrics(addr string) (*demoMetrics, error) {
 }
 
 // nodeFailures returns the failed node calls so far, per node address and
-// error type (timeout, error, canceled).
+// error type (timeout, error).
 func (d *demoMetrics) nodeFailures() map[string]map[string]int64 {
 	var rm metricdata.ResourceMetrics
 	out := map[string]map[string]int64{}

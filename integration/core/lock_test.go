@@ -775,3 +775,79 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	}
 	t.Logf("frozen node skipped in %d of 200 rounds, %d calls sent to it in %v (limit %d)", skipped, sent, elapsed, limit)
 }
+
+// The caller's ctx ends while one node's SET is still on its way, and the
+// clean-up sent after it travels on another connection that overtakes it
+// (as a loaded proxy or network can do). The clean-up must reach that node
+// after the SET, or the key stays behind until its TTL: every node's
+// release is sent only once that node has answered the attempt's own
+// command, and the command is not cut short by the caller's ctx (its
+// answer would then be unknown).
+func TestCleanupAfterCancelNotOvertakenBySet(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		lock func(*redlock.Client, context.Context) error
+	}{
+		{"TryLock", func(c *redlock.Client, ctx context.Context) error {
+			_, err := c.TryLock(ctx, "k", 10*time.Second)
+			return err
+		}},
+		{"Lock", func(c *redlock.Client, ctx context.Context) error {
+			_, err := c.Lock(ctx, "k", 10*time.Second)
+			return err
+		}},
+		{"LockKeys", func(c *redlock.Client, ctx context.Context) error {
+			_, err := c.LockKeys(ctx, []string{"k", "k2"}, 10*time.Second)
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := harness.Start(t, 5, harness.Config{})
+			p, err := harness.NewProxy(func() string { return nodes[4].Addr })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			urls := harness.URLs(nodes)
+			urls[4] = p.URL()
+			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			warm, err := c.TryLock(context.Background(), "warm", 10*time.Second) // dial every node
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// Two nodes say no, two yes: the round waits for node 4, whose
+			// SET is held 300ms in the proxy; the ctx ends after 50ms.
+			for _, n := range nodes[:2] {
+				set(t, n, "k", "other", 10*time.Second)
+			}
+			p.DelayNext(300 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			err = tc.lock(c, ctx)
+			if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("err = %v", err)
+			}
+			if d := time.Since(start); d > 200*time.Millisecond {
+				t.Fatalf("returned after %v: the caller must not wait for the held SET", d)
+			}
+			c.Close()                                                 // waits for node 4's SET and the clean-up after it
+			time.Sleep(time.Until(start.Add(400 * time.Millisecond))) // the held SET has landed by now
+			for _, key := range []string{"k", "k2"} {
+				vals, _ := raw(t, nodes, key)
+				for i, v := range vals {
+					if v != "" && v != "other" {
+						t.Fatalf("%s left on node %d: %q (all: %q)", key, i, v, vals)
+					}
+				}
+			}
+		})
+	}
+}

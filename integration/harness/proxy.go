@@ -39,6 +39,7 @@ type Proxy struct {
 	ln       net.Listener
 	fault    atomic.Int32
 	latency  atomic.Int64
+	next     atomic.Int64 // delay of the next request chunk only
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
@@ -70,6 +71,12 @@ func (p *Proxy) Set(f Fault) {
 
 // SetLatency delays every chunk in both directions by d (0: none).
 func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
+
+// DelayNext holds the next chunk a client sends by d; chunks after it, on
+// this or any other connection, are not delayed by it. A request sent later
+// on another connection can so overtake it: the reordering that a loaded
+// proxy (docker-proxy) or network can cause.
+func (p *Proxy) DelayNext(d time.Duration) { p.next.Store(int64(d)) }
 
 // ResetConns resets every open connection once (connection reset after a
 // request may have been sent); new connections work.
@@ -151,6 +158,11 @@ func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if !reply {
+				if d := time.Duration(p.next.Swap(0)); d > 0 {
+					time.Sleep(d)
+				}
+			}
 			if d := time.Duration(p.latency.Load()); d > 0 {
 				time.Sleep(d)
 			}
