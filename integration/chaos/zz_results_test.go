@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// TestZZResults prints the results table and writes it to -chaos.out. It
-// runs last: go test runs tests in source order, files sorted by name, and
+// TestZZResults prints the results table and writes it to -chaos.out
+// (default: results.md after a full run; a short run does not overwrite
+// the committed table of the last full one). It runs last: go test runs tests in source order, files sorted by name, and
 // this file sorts after the scenario files.
 func TestZZResults(t *testing.T) {
 	resMu.Lock()
@@ -24,6 +25,12 @@ func TestZZResults(t *testing.T) {
 	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), Table(results))
 	fmt.Println(tab)
 	out := *outFlag
+	if out == "" && full() {
+		out = "results.md"
+	}
+	if out == "" {
+		return
+	}
 	if !filepath.IsAbs(out) {
 		out, _ = filepath.Abs(out)
 	}
