@@ -586,19 +586,7 @@ func TestMaxHold(t *testing.T) {
 // stay behind until its TTL), and with one release only: Release waits for
 // the straggler's answer instead of sending a second clean-up after it.
 func TestReleaseOrderedAfterStragglerSet(t *testing.T) {
-	nodes := harness.Start(t, 5, harness.Config{})
-	slow, err := harness.NewProxy(func() string { return nodes[4].Addr })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Close()
-	urls := harness.URLs(nodes)
-	urls[4] = slow.URL()
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c, nodes, slow := behindProxy(t)
 	ctx := context.Background()
 	// Warm up: connections dialled and the release script cached on every
 	// node, so the counted cycle below sends EVALSHA once per release.
@@ -802,19 +790,7 @@ func TestCleanupAfterCancelNotOvertakenBySet(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := harness.Start(t, 5, harness.Config{})
-			p, err := harness.NewProxy(func() string { return nodes[4].Addr })
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Close()
-			urls := harness.URLs(nodes)
-			urls[4] = p.URL()
-			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c, nodes, p := behindProxy(t)
 			warm, err := c.TryLock(context.Background(), "warm", 10*time.Second) // dial every node
 			if err != nil {
 				t.Fatal(err)
@@ -850,4 +826,24 @@ func TestCleanupAfterCancelNotOvertakenBySet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// behindProxy starts 5 nodes and a Client (node timeout 1s) that reaches
+// node 4 through a fault proxy.
+func behindProxy(t *testing.T) (*redlock.Client, []*harness.Node, *harness.Proxy) {
+	t.Helper()
+	nodes := harness.Start(t, 5, harness.Config{})
+	p, err := harness.NewProxy(func() string { return nodes[4].Addr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	urls := harness.URLs(nodes)
+	urls[4] = p.URL()
+	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, nodes, p
 }
