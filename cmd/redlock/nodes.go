@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -100,7 +101,7 @@ func startProcess(bin string) (*procNode, error) {
 		}
 		p := &procNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, cmd: cmd, done: make(chan struct{})}
 		go func() { _ = cmd.Wait(); close(p.done) }()
-		if last = waitReady(p.addr, p.done); last == nil {
+		if last = waitReady(p.addr, cmd.Process.Pid, p.done); last == nil {
 			return p, nil
 		}
 		p.Close()
@@ -108,15 +109,21 @@ func startProcess(bin string) (*procNode, error) {
 	return nil, last
 }
 
-func waitReady(addr string, done <-chan struct{}) error {
+// waitReady waits until the redis-server process pid answers on addr. A
+// server of another process that took the port in the meantime is an
+// error (the caller tries another port).
+func waitReady(addr string, pid int, done <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
 	defer c.Close()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		err := c.Ping(ctx).Err()
+		info, err := c.Info(ctx, "server").Result()
 		cancel()
 		if err == nil {
+			if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r") {
+				return fmt.Errorf("another redis-server took port %s", addr)
+			}
 			return nil
 		}
 		select {

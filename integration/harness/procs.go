@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -130,6 +131,17 @@ func (n *Node) start() error {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		err := c.Ping(ctx).Err()
+		if err == nil {
+			// The port was free when chosen, but another process (a test
+			// binary running in parallel) may have bound it since: then
+			// that server answers, and ours exits. Make sure it is ours.
+			err = ownServer(ctx, c, cmd.Process.Pid)
+			if errors.Is(err, errNotOurs) {
+				cancel()
+				n.Kill()
+				return fmt.Errorf("harness: port of %s: %w", n.Addr, err)
+			}
+		}
 		cancel()
 		if err == nil {
 			return nil
@@ -146,6 +158,25 @@ func (n *Node) start() error {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+var errNotOurs = errors.New("another redis-server answers there")
+
+// ownServer checks that the server c reaches is the process pid.
+func ownServer(ctx context.Context, c *redis.Client, pid int) error {
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if v != strconv.Itoa(pid) {
+				return fmt.Errorf("%w (pid %s, ours %d)", errNotOurs, v, pid)
+			}
+			return nil
+		}
+	}
+	return errors.New("INFO server has no process_id")
 }
 
 func tail(b []byte) string {
