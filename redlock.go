@@ -46,6 +46,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,6 +65,7 @@ type Client struct {
 	owned   []redis.UniversalClient // clients made by NewFromURLs
 	need    int
 	cluster bool
+	retries bool // some node's client may send a command twice
 	o       options
 	wg      inflight // calls still in flight (stragglers)
 	closed  atomic.Bool
@@ -78,6 +80,12 @@ type Client struct {
 // the Client then still returns on time, but the abandoned command holds a
 // connection until the client's own ReadTimeout.
 //
+// go-redis sends a command again after a network error unless MaxRetries
+// is -1. The lock stays exact either way: on such clients it acquires with
+// a script that says yes where our value already is (a SET NX that ran,
+// lost its answer and was sent again would say no and leave our key
+// behind), at a little more work for the node than SET NX.
+//
 // New returns an error matching ErrInvalidArgument for no nodes or more
 // than 64, a nil or duplicate client, or an invalid option.
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
@@ -86,7 +94,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 
 // NewFromURLs connects to one node per URL (redis://, rediss:// or unix://,
 // as go-redis ParseURL accepts, with password, database and TLS) with
-// context deadlines enabled. Close closes these connections.
+// context deadlines enabled and go-redis's retries off (unless the URL sets
+// max_retries): a failed node call then counts as an unknown outcome and
+// is undone. Close closes these connections.
 func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, invalid("no nodes")
@@ -98,6 +108,9 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 			return nil, invalid("node %d: %v", i, err)
 		}
 		opt.ContextTimeoutEnabled = true
+		if !strings.Contains(u, "max_retries=") {
+			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
+		}
 		clients = append(clients, redis.NewClient(opt))
 	}
 	c, err := newClient(clients, clients, opts)
@@ -141,6 +154,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		if _, ok := cl.(*redis.ClusterClient); ok {
 			c.cluster = true
 		}
+		c.retries = c.retries || n.Retries()
 		c.nodes = append(c.nodes, n)
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
@@ -322,9 +336,16 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		t.owner, t.rel = owner, node.Release(l.keys, owner)
 		l.owner = owner // read by the logger; only this goroutine writes it
 		cmd := node.LockNew(l.keys, owner, ttl)
+		again := cmd // for nodes whose client may send it twice: says yes where our value is
+		if c.retries && len(l.keys) == 1 {
+			again = node.Lock(l.keys, owner, ttl)
+		}
 		late := func(i int, v quorum.Vote) { l.late(t, i, v) }
 		start := c.o.clock.Now()
 		out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
+			if c.nodes[i].Retries() {
+				return c.nodes[i].Do(ctx, again)
+			}
 			return c.nodes[i].Do(ctx, cmd)
 		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift

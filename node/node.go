@@ -40,7 +40,10 @@ type Node struct {
 	// and the command finishes in the background on the client's own
 	// socket timeout.
 	guard bool
-	track Tracker
+	// retries is set when the client may send a command again after a
+	// network error (go-redis MaxRetries, cluster MaxRedirects).
+	retries bool
+	track   Tracker
 }
 
 // Tracker counts commands in flight (a *sync.WaitGroup is one).
@@ -54,12 +57,18 @@ type Tracker interface {
 // (clients that ignore ctx deadlines only).
 func New(client redis.UniversalClient, track Tracker) *Node {
 	return &Node{
-		client: client,
-		addr:   Addr(client),
-		guard:  !HonorsContext(client),
-		track:  track,
+		client:  client,
+		addr:    Addr(client),
+		guard:   !HonorsContext(client),
+		retries: MayRetry(client),
+		track:   track,
 	}
 }
+
+// Retries reports whether the node's client may send a command again after
+// a network error. A SET NX sent twice that way finds its own first write
+// and answers no: such a node needs Lock, not LockNew.
+func (n *Node) Retries() bool { return n.retries }
 
 // Addr returns the address this node reports in errors and logs.
 func (n *Node) Addr() string { return n.addr }
@@ -92,7 +101,8 @@ func Lock(keys []string, value string, ttl time.Duration) *Cmd {
 
 // LockNew is Lock for an owner value that no node can hold yet (redlock
 // makes a fresh one for every attempt): a single key then needs only
-// SET NX PX, cheaper for the node than the script.
+// SET NX PX, cheaper for the node than the script. Only for nodes whose
+// client does not retry (see Retries).
 func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
@@ -186,6 +196,23 @@ func HonorsContext(c redis.UniversalClient) bool {
 		return c.Options().ContextTimeoutEnabled
 	}
 	return false
+}
+
+// MayRetry reports whether client sends a command again after a network
+// error (go-redis MaxRetries, 3 by default; -1 turns it off; cluster
+// clients also retry through MaxRedirects). Unknown client types are
+// assumed to.
+func MayRetry(c redis.UniversalClient) bool {
+	switch c := c.(type) {
+	case *redis.Client:
+		return c.Options().MaxRetries > 0 // normalized: 0 means off
+	case *redis.ClusterClient:
+		o := c.Options()
+		return o.MaxRetries > 0 || o.MaxRedirects > 0
+	case *redis.Ring:
+		return c.Options().MaxRetries > 0
+	}
+	return true
 }
 
 // Addr names client by the server(s) it talks to, for errors, logs and the

@@ -47,3 +47,22 @@ func TestIsTimeout(t *testing.T) {
 		t.Fatal("IsTimeout")
 	}
 }
+
+func TestMayRetry(t *testing.T) {
+	cases := []struct {
+		name string
+		c    redis.UniversalClient
+		want bool
+	}{
+		{"default retries", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), true},
+		{"retries off", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1}), false},
+		{"cluster default redirects", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}}), true},
+		{"cluster all off", redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, MaxRetries: -1, MaxRedirects: -1}), false},
+	}
+	for _, tc := range cases {
+		if got := MayRetry(tc.c); got != tc.want {
+			t.Errorf("%s: MayRetry = %v, want %v", tc.name, got, tc.want)
+		}
+		_ = tc.c.Close()
+	}
+}

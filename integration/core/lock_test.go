@@ -798,6 +798,7 @@ func TestCleanupAfterCancelNotOvertakenBySet(t *testing.T) {
 			if err := warm.Release(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			time.Sleep(100 * time.Millisecond) // the warm-up's release to node 4 is through the proxy
 			// Two nodes say no, two yes: the round waits for node 4, whose
 			// SET is held 300ms in the proxy; the ctx ends after 50ms.
 			for _, n := range nodes[:2] {
@@ -846,4 +847,80 @@ func behindProxy(t *testing.T) (*redlock.Client, []*harness.Node, *harness.Proxy
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c, nodes, p
+}
+
+// go-redis sends a command again after an EOF (MaxRetries, default 3). A
+// SET NX that ran, lost its reply and was sent again finds our own key and
+// says no: the lock would count the node as refused and leave the key
+// behind. Clients that may retry therefore get the lock script, which says
+// yes where our value already is; NewFromURLs turns retries off.
+func TestRetriedSetCountsAsOurs(t *testing.T) {
+	for _, viaURL := range []bool{false, true} {
+		t.Run(fmt.Sprintf("NewFromURLs=%v", viaURL), func(t *testing.T) {
+			nodes := harness.Start(t, 3, harness.Config{})
+			p, err := harness.NewProxy(func() string { return nodes[2].Addr })
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(p.Close)
+			var mu sync.Mutex
+			var answers []redlock.NodeEvent // node 2's acquisition answers
+			opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+				if e.Op == "acquire" && e.Addr == p.Addr {
+					mu.Lock()
+					answers = append(answers, e)
+					mu.Unlock()
+				}
+			})}
+			var c *redlock.Client
+			if viaURL {
+				urls := harness.URLs(nodes)
+				urls[2] = p.URL()
+				c, err = redlock.NewFromURLs(urls, opts...)
+			} else {
+				var clients []redis.UniversalClient
+				for _, a := range []string{nodes[0].Addr, nodes[1].Addr, p.Addr} {
+					cl := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true}) // MaxRetries: default 3
+					t.Cleanup(func() { cl.Close() })
+					clients = append(clients, cl)
+				}
+				c, err = redlock.New(clients, opts...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			warm, err := c.TryLock(ctx, "warm", 10*time.Second) // dial every node
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := warm.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(100 * time.Millisecond) // the warm-up's release to node 2 is answered too
+			p.CutNextReply()
+			l, err := c.TryLock(ctx, "k", 10*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			c.Close() // node 2's answer and release are in
+			mu.Lock()
+			got := answers[len(answers)-1]
+			mu.Unlock()
+			if viaURL {
+				if got.Err == nil { // no retry: the outcome is unknown, and counted so
+					t.Fatalf("node 2 answered %+v, want the EOF", got.NodeResult)
+				}
+			} else if !got.Vote {
+				t.Fatalf("node 2 answered %+v: the retried SET was counted as a refusal", got.NodeResult)
+			}
+			vals, _ := raw(t, nodes, "k")
+			if count(vals, "") != 3 {
+				t.Fatalf("keys left after release: %q", vals)
+			}
+		})
+	}
 }

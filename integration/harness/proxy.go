@@ -40,6 +40,7 @@ type Proxy struct {
 	fault    atomic.Int32
 	latency  atomic.Int64
 	next     atomic.Int64 // delay of the next request chunk only
+	cut      atomic.Bool  // drop the next reply and close its connection
 	mu       sync.Mutex
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
@@ -77,6 +78,11 @@ func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
 // on another connection can so overtake it: the reordering that a loaded
 // proxy (docker-proxy) or network can cause.
 func (p *Proxy) DelayNext(d time.Duration) { p.next.Store(int64(d)) }
+
+// CutNextReply drops the node's next reply and closes that connection: the
+// command ran, the client sees EOF (and go-redis, unless told not to,
+// sends it again on a new connection).
+func (p *Proxy) CutNextReply() { p.cut.Store(true) }
 
 // ResetConns resets every open connection once (connection reset after a
 // request may have been sent); new connections work.
@@ -158,6 +164,9 @@ func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
+			if reply && p.cut.CompareAndSwap(true, false) {
+				return
+			}
 			if !reply {
 				if d := time.Duration(p.next.Swap(0)); d > 0 {
 					time.Sleep(d)
