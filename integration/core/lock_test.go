@@ -141,7 +141,11 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 				start := time.Now()
 				l, err := c.TryLock(context.Background(), "k", 30*time.Second)
 				if err != nil {
-					t.Fatal(err)
+					// Say what the live nodes hold, to tell a leftover of
+					// an earlier round from a foreign server on the port.
+					live := append(append([]*harness.Node{}, nodes[:2]...), nodes[3:]...)
+					vals, ttls := raw(t, live, "k")
+					t.Fatalf("round %d: %v; nodes 0,1,3,4 now hold %q (PTTL %v)", i, err, vals, ttls)
 				}
 				if err := l.Release(context.Background()); err != nil {
 					t.Fatal(err)
