@@ -24,8 +24,7 @@ const (
 type Lock struct {
 	c     *Client
 	keys  []string
-	owner string    // of the winning attempt
-	rel   *node.Cmd // its release command, prepared once
+	owner string // of the winning attempt
 	ttl   time.Duration
 
 	mu       sync.Mutex
@@ -33,7 +32,7 @@ type Lock struct {
 	acquired time.Time     // start of the successful attempt
 	deadline time.Time     // end of validity on the client's monotonic clock
 	votes    []quorum.Vote // of the acquisition or last extension
-	won      *try          // the winning attempt
+	won      *try          // the winning attempt (owner, release command); set before the Lock is returned
 	first    try           // the first attempt's state, saving an allocation
 	answered sync.Cond     // signalled when a late answer of an attempt arrives; L is &mu
 }
@@ -134,7 +133,7 @@ func (l *Lock) setState(s lockState) {
 func (l *Lock) judge(t *try, votes []quorum.Vote, v verdict) (holds uint64) {
 	for i, vote := range votes {
 		if !vote.Done {
-			continue // its answer comes to late
+			continue // answered after the decision: recorded by late
 		}
 		t.answered |= 1 << i
 		if mayHold(vote) {
@@ -292,14 +291,15 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	left := l.remaining()
 	l.state = stateReleased
+	rel := l.won.rel
 	l.mu.Unlock()
-	bg := context.WithoutCancel(ctx)
-	out := c.roundWithin(bg, "release", c.releaseTimeout(l.ttl), c.need, nil, func(ctx context.Context, i int) (bool, error) {
+	// The node calls do not end with ctx (roundWithin), nor does the wait.
+	out := c.roundWithin(ctx, "release", c.releaseTimeout(l.ttl), c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		if !l.awaitAnswer(i) {
 			return false, errNotSent // nothing of ours was written there
 		}
-		return c.nodes[i].Do(ctx, l.rel)
-	}).Wait(bg)
+		return c.nodes[i].Do(ctx, rel)
+	}).Wait(context.Background())
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil, left)
 		return nil

@@ -352,7 +352,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if out.Reached && out.Err == nil && validity > c.o.minValidity {
 			l.mu.Lock()
 			l.judge(t, out.Votes, won)
-			l.won, l.rel = t, t.rel
+			l.won = t
 			l.state = stateHeld
 			l.acquired = start
 			l.deadline = start.Add(ttl - drift)
