@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, IgnoreRedisDial()) }
 
 // A server that answers on a node's port but is not the node's process
 // (another test binary took the port first) is told apart by its pid.
