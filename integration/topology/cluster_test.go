@@ -3,6 +3,8 @@ package topology
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -208,6 +210,49 @@ func TestClusterAsOneNode(t *testing.T) {
 		}
 		for _, k := range split {
 			absent(t, k, cc, p0, p1)
+		}
+	})
+
+	t.Run("ACL user", func(t *testing.T) {
+		// A cluster client discovers the slots with CLUSTER SLOTS: on
+		// a cluster the README's ACL user needs that one more command.
+		for _, m := range cl.Masters {
+			setUser(t, m.Addr, aclLine)
+		}
+		without := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Username: "locker", Password: "s3cret",
+			ContextTimeoutEnabled: true})
+		closeAll(t, without)
+		_, err := newClient(t, []redis.UniversalClient{without}).TryLock(ctx, "lock:acl-8", ttl)
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) || !strings.Contains(fmt.Sprint(qe.Nodes[0].Err), "NOPERM this user has no permissions to run the 'cluster|slots' command") {
+			t.Fatalf("cluster client as a user without +cluster|slots: %v, want NOPERM for cluster|slots", err)
+		}
+		for _, m := range cl.Masters {
+			setUser(t, m.Addr, aclLine+" +cluster|slots")
+		}
+		ca := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), Username: "locker", Password: "s3cret",
+			ContextTimeoutEnabled: true})
+		closeAll(t, ca)
+		c := newClient(t, []redis.UniversalClient{ca})
+		for _, keys := range [][]string{{"lock:acl-9"}, {"lock:{acl}:a", "lock:{acl}:b"}} {
+			l, err := c.LockKeys(ctx, keys, ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if got := get(t, cc, k); got != l.Owner() {
+					t.Errorf("cluster as %q: %s = %q, want the owner %q", "locker", k, got, l.Owner())
+				}
+			}
+			if err := l.Extend(ctx, ttl); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				absent(t, k, cc)
+			}
 		}
 	})
 }

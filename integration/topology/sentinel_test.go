@@ -57,4 +57,32 @@ func TestSentinelMasterAsOneNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	absent(t, key, master, p0, p1)
+
+	// The same through a failover client that logs in to the master as
+	// the README's ACL user: the failover client needs no more than
+	// aclLine on the master.
+	setUser(t, nodes[0].Addr, aclLine)
+	fa := redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName:            s.MasterName,
+		SentinelAddrs:         []string{s.Addr},
+		Username:              "locker",
+		Password:              "s3cret",
+		ContextTimeoutEnabled: true,
+	})
+	closeAll(t, fa)
+	ca := newClient(t, []redis.UniversalClient{fa})
+	l, err = ca.Lock(ctx, key, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, master, key); got != l.Owner() {
+		t.Errorf("master as %q: %s = %q, want the owner %q", "locker", key, got, l.Owner())
+	}
+	if err := l.Extend(ctx, ttl); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	absent(t, key, master)
 }

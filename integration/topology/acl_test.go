@@ -1,0 +1,207 @@
+package topology
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+// aclLine is the ACL user the README documents: the lock's key pattern and
+// the commands the library sends (SET NX PX; EVALSHA, and EVAL after
+// NOSCRIPT) or its scripts call (GET, SET, PEXPIRE, DEL). Nothing for the
+// connection: HELLO and AUTH need no permission, and go-redis ignores the
+// error of CLIENT SETINFO.
+const aclLine = "ACL SETUSER locker on >s3cret resetkeys ~lock:* resetchannels -@all +set +get +del +pexpire +eval +evalsha"
+
+// aclCommands are the commands aclLine grants.
+var aclCommands = []string{"set", "get", "del", "pexpire", "eval", "evalsha"}
+
+// setUser runs line (an ACL SETUSER command) on the server at addr, after
+// dropping the user and the script cache (so the first EVALSHA gets
+// NOSCRIPT and the library falls back to EVAL).
+func setUser(t testing.TB, addr string, line string) {
+	t.Helper()
+	admin := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true})
+	defer admin.Close()
+	ctx := context.Background()
+	var args []interface{}
+	for _, f := range strings.Fields(line) {
+		args = append(args, f)
+	}
+	for _, cmd := range [][]interface{}{{"acl", "deluser", "locker"}, {"script", "flush"}, args} {
+		if err := admin.Do(ctx, cmd...).Err(); err != nil {
+			t.Fatalf("%s on %s: %v", cmd, addr, err)
+		}
+	}
+}
+
+// lockerURLs returns redis://locker:s3cret@ URLs of nodes.
+func lockerURLs(nodes []*harness.Node) []string {
+	u := make([]string, len(nodes))
+	for i, n := range nodes {
+		u[i] = "redis://locker:s3cret@" + n.Addr
+	}
+	return u
+}
+
+// With only aclLine's permissions, the library's whole cycle works: a
+// single key through NewFromURLs (no retries: SET NX), a single key through
+// clients that retry (the lock script), several keys; lock, extend and
+// release, each on a node with an empty script cache. A key outside the
+// pattern fails with NOPERM in every node's result.
+func TestACLUser(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	admins := make([]redis.Cmdable, len(nodes))
+	lockers := make([]redis.UniversalClient, len(nodes)) // go-redis defaults: MaxRetries 3
+	for i, n := range nodes {
+		setUser(t, n.Addr, aclLine)
+		a := n.Client()
+		lockers[i] = redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
+		closeAll(t, a, lockers[i])
+		admins[i] = a
+	}
+	byURL, err := redlock.NewFromURLs(lockerURLs(nodes), redlock.WithNodeTimeout(nodeTimeout), redlock.WithQuorum(redlock.AllNodes))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = byURL.Close() })
+	retrying := newClient(t, lockers, redlock.WithQuorum(redlock.AllNodes))
+	ctx := context.Background()
+
+	cycle := func(t *testing.T, c *redlock.Client, keys []string) {
+		l, err := c.LockKeys(ctx, keys, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			for i, a := range admins {
+				if got := get(t, a, k); got != l.Owner() {
+					t.Errorf("node %d: %s = %q, want the owner %q", i, k, got, l.Owner())
+				}
+			}
+		}
+		if err := l.Extend(ctx, 2*ttl); err != nil {
+			t.Fatal(err)
+		}
+		for i, a := range admins {
+			if d := pttl(t, a, keys[0]); d <= ttl {
+				t.Errorf("node %d: PTTL after Extend(%v) = %v, want > %v", i, 2*ttl, d, ttl)
+			}
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			absent(t, k, admins...)
+		}
+	}
+	t.Run("single key, no retries", func(t *testing.T) { cycle(t, byURL, []string{"lock:acl-1"}) })
+	t.Run("single key, retries", func(t *testing.T) { cycle(t, retrying, []string{"lock:acl-2"}) })
+	t.Run("several keys", func(t *testing.T) { cycle(t, byURL, []string{"lock:acl-3", "lock:acl-4"}) })
+
+	t.Run("key outside the pattern", func(t *testing.T) {
+		for name, c := range map[string]*redlock.Client{"no retries": byURL, "retries": retrying} {
+			const key = "orders:acl-5"
+			_, err := c.TryLock(ctx, key, ttl)
+			var qe *redlock.QuorumError
+			if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
+				t.Fatalf("%s: TryLock(%q): %v, want a QuorumError matching ErrNotObtained", name, key, err)
+			}
+			// The round is decided at the first refusal (AllNodes);
+			// every node that answered by then refused with NOPERM.
+			answered := 0
+			for i, r := range qe.Nodes {
+				if errors.Is(r.Err, redlock.ErrPending) {
+					continue
+				}
+				answered++
+				var re redis.Error
+				if r.Vote || !errors.As(r.Err, &re) || !strings.HasPrefix(re.Error(), "NOPERM") {
+					t.Errorf("%s: node %d (%s): vote %v, err %v; want a NOPERM error", name, i, r.Addr, r.Vote, r.Err)
+				}
+			}
+			if answered == 0 {
+				t.Errorf("%s: no node answered: %v", name, err)
+			}
+			if !strings.Contains(err.Error(), "NOPERM this user has no permissions to access one of the keys") {
+				t.Errorf("%s: error does not say why: %v", name, err)
+			}
+			absent(t, key, admins...)
+		}
+	})
+}
+
+// Every command of aclLine is needed: without any one of them some step
+// of the cycle (on a node with an empty script cache) fails with a
+// permission error on that node.
+func TestACLEveryCommandIsNeeded(t *testing.T) {
+	n := harness.Start(t, 1, harness.Config{})[0]
+	admin := n.Client()
+	locker := redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
+	closeAll(t, admin, locker)
+	byURL, err := redlock.NewFromURLs(lockerURLs([]*harness.Node{n}), redlock.WithNodeTimeout(nodeTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = byURL.Close() })
+	retrying := newClient(t, []redis.UniversalClient{locker})
+	ctx := context.Background()
+
+	// cycle runs every operation the library has and returns the first
+	// failure.
+	cycle := func() error {
+		for _, step := range []struct {
+			c    *redlock.Client
+			keys []string
+		}{{byURL, []string{"lock:n-1"}}, {retrying, []string{"lock:n-2"}}, {byURL, []string{"lock:n-3", "lock:n-4"}}} {
+			l, err := step.c.TryLockKeys(ctx, step.keys, ttl)
+			if err != nil {
+				return err
+			}
+			if err := l.Extend(ctx, ttl); err != nil {
+				return err
+			}
+			if err := l.Release(ctx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	setUser(t, n.Addr, aclLine)
+	if err := cycle(); err != nil {
+		t.Fatalf("with %q: %v", aclLine, err)
+	}
+	for _, cmd := range aclCommands {
+		line := strings.Replace(aclLine, " +"+cmd+" ", " ", 1)
+		if strings.HasSuffix(line, " +"+cmd) {
+			line = strings.TrimSuffix(line, " +"+cmd)
+		}
+		if line == aclLine {
+			t.Fatalf("%q is not in the ACL line", cmd)
+		}
+		setUser(t, n.Addr, line)
+		err := cycle()
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) {
+			t.Errorf("without +%s: %v, want a QuorumError", cmd, err)
+			continue
+		}
+		// A command refused as sent: NOPERM; one refused inside a
+		// script: the script's error (Redis 7.0 words it as below).
+		msg := qe.Nodes[0].Err.Error()
+		if !strings.Contains(msg, "NOPERM this user has no permissions to run the '"+cmd+"' command") &&
+			!strings.Contains(msg, "The user executing the script can't run this command") {
+			t.Errorf("without +%s: node error %q, want a permission error", cmd, msg)
+		}
+		t.Logf("without +%s: %s: %s", cmd, qe.Op, msg)
+		if err := admin.FlushAll(ctx).Err(); err != nil { // what a failed step left
+			t.Fatal(err)
+		}
+	}
+}
