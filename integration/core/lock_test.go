@@ -698,74 +698,300 @@ func scriptCalls(t *testing.T, n *harness.Node) int {
 	return total
 }
 
-// A frozen node gets one call at a time (a probe) instead of one per
-// round: rounds leave it out while the other four make the quorum, nothing
-// is released where nothing was sent, and it is used again as soon as a
-// probe comes back in time.
+// A frozen node gets one acquisition call at a time (a probe) instead of one
+// per round: once a call to it has timed out, rounds started while a probe
+// is in flight leave it out (ErrNodeSkipped) while the other four make the
+// quorum and send it nothing (nor a release: nothing to undo), and it is
+// used again as soon as a call comes back in time.
+//
+// The verdict rests on the order of events, never on how many rounds fit
+// in a node timeout (that depends on the machine's speed). A hook on the
+// frozen node's go-redis client sees every command sent there. It holds
+// each probe (an acquisition sent after the first timeout) at a gate, for
+// as long as the test needs to run rounds behind it, and counts the
+// acquisitions in flight at once. The library takes the node's probe slot
+// before the hook runs and gives it back after the hook returns, so with
+// probing intact there is never more than one acquisition in flight there,
+// however slow the machine, and a round that reports ErrNodeSkipped has
+// sent nothing. Broken probing fails: if rounds kept sending to the
+// suspect node, the rounds behind a held probe would pile up at the gate
+// (two or more in flight) and none would report ErrNodeSkipped; if a
+// skipped round still sent a release, the hook would see it; if the node
+// were left out and never probed, no probe would come (the loop's generous
+// deadline) and the thawed node would not be used again.
 func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
-	var mu sync.Mutex
-	calls := map[string]int{}
-	c, nodes := setup(t, 5, redlock.WithNodeObserver(func(e redlock.NodeEvent) {
-		mu.Lock()
-		calls[e.Addr]++
-		mu.Unlock()
-	}))
-	ctx := context.Background()
+	const (
+		nodeTimeout = 500 * time.Millisecond // generous: healthy nodes do not time out, even loaded
+		probes      = 3                      // probes to hold, one after the other
+		behind      = 5                      // rounds that report the node skipped, per held probe
+	)
+	nodes := harness.Start(t, 5, harness.Config{})
 	frozen := nodes[4]
+	// Warm up with another Client: the release script is then cached on
+	// every node, so a release is one EVALSHA.
+	warm := client(t, nodes)
+	if l, err := warm.TryLock(context.Background(), "warm", 10*time.Second); err != nil {
+		t.Fatal(err)
+	} else if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close() // its calls have all returned
+
+	h := &probeHook{addr: frozen.Addr, sent: map[string][]string{}}
+	var clients []redis.UniversalClient
+	for i, n := range nodes {
+		// What NewFromURLs makes: deadlines reach the socket, no retries
+		// (so an acquisition is one SET NX).
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		if i == 4 {
+			cl.AddHook(h)
+		}
+		clients = append(clients, cl)
+	}
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(nodeTimeout), redlock.WithNodeObserver(h.observe))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		for _, cl := range clients {
+			cl.Close()
+		}
+	})
+	t.Cleanup(func() { h.hold(false) }) // runs first: a held probe must not hold up Close
+	ctx := context.Background()
+	lock := func(key string) redlock.NodeResult {
+		t.Helper()
+		l, err := c.TryLock(ctx, key, 10*time.Second)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		r := l.Nodes()[4]
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("release %s: %v", key, err)
+		}
+		return r
+	}
+
+	// The first call to the frozen node is sent like any other and times
+	// out at the node deadline; probing starts from there.
 	frozen.Freeze()
-	skipped := 0
-	start := time.Now()
-	for i := 0; i < 200; i++ {
-		l, err := c.TryLock(ctx, fmt.Sprintf("k%d", i), 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if errors.Is(l.Nodes()[4].Err, redlock.ErrNodeSkipped) {
-			skipped++
-		}
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
+	defer frozen.Thaw()
+	if r := lock("first"); errors.Is(r.Err, redlock.ErrNodeSkipped) {
+		t.Fatalf("frozen node skipped before any call to it timed out: %+v", r)
 	}
-	elapsed := time.Since(start)
-	time.Sleep(600 * time.Millisecond) // the last probe and its release end
-	mu.Lock()
-	sent := calls[frozen.Addr]
-	mu.Unlock()
-	// Without probing: 200 SETs and 200 releases to the frozen node. With
-	// it: the rounds of the first 50ms (before any call timed out), then
-	// at most one probe per 50ms node timeout, each with its release;
-	// bounded here with a factor of two to spare.
-	limit := 2 * (2*int(elapsed/(50*time.Millisecond)) + 2*int(50*time.Millisecond/(elapsed/200)) + 2)
-	if skipped < 100 || sent > limit || sent > 200 {
-		t.Fatalf("frozen node: skipped in %d of 200 rounds, %d calls sent to it in %v (limit %d)", skipped, sent, elapsed, limit)
+	waitUntil(t, "the first call to the frozen node to time out", func() bool { return h.timedOut() >= 1 })
+
+	// Every round from here on starts after a timeout (keys "p..."). The
+	// node's answer in Nodes() may be ErrPending even when the call is
+	// skipped (the round was decided before that goroutine ran), so which
+	// round became a probe is read from the hook, where it waits.
+	h.hold(true)
+	// The probes held, and the rounds that reported the node skipped.
+	var held, skipped []string
+	// A probe follows the previous one's timeout, at worst the end of a
+	// release (TTL/4 = 2.5s here); the deadline is only reached if none is
+	// sent.
+	deadline := time.Now().Add(30 * time.Second)
+	for round := 0; len(held) < probes; round++ {
+		probe, ok := h.waiting()
+		if !ok {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d probes in 30s after the first timeout (%d rounds skipped the node): the suspect node is not probed", len(held), len(skipped))
+			}
+			key := fmt.Sprintf("p%d", round)
+			if errors.Is(lock(key).Err, redlock.ErrNodeSkipped) {
+				skipped = append(skipped, key)
+				time.Sleep(time.Millisecond) // the slot is busy: no need to spin
+			}
+			continue
+		}
+		// A probe is in flight and held: rounds now must leave the node
+		// out. However long they take, the probe stays in flight.
+		held = append(held, probe)
+		for j, n := 0, 0; n < behind; j++ {
+			if j == 1000 {
+				t.Fatalf("1000 rounds behind probe %s, %d reported the frozen node skipped", probe, n)
+			}
+			key := fmt.Sprintf("%s.%d", probe, j)
+			if errors.Is(lock(key).Err, redlock.ErrNodeSkipped) {
+				skipped = append(skipped, key)
+				n++
+			}
+			if m := h.mostInFlight(); m > 1 {
+				t.Fatalf("%d acquisitions in flight to the frozen node at once (round %s behind probe %s): a suspect node gets one probe at a time", m, key, probe)
+			}
+		}
+		h.hold(false) // the probe goes on to its deadline (the node is frozen)
+		want := 1 + len(held)
+		waitUntil(t, "probe "+probe+" to time out", func() bool { return h.timedOut() >= want })
+		h.hold(true)
 	}
+	h.hold(false)
+
+	// Back in time: the first call that answers puts the node back.
 	frozen.Thaw()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		l, err := c.TryLock(ctx, "back", 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		back := l.Nodes()[4].Vote
-		if err := l.Release(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if back {
+	backDeadline := time.Now().Add(10 * time.Second)
+	for i := 0; ; i++ {
+		if lock(fmt.Sprintf("back%d", i)).Vote {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("thawed node not used again within 5s")
+		if time.Now().After(backDeadline) {
+			t.Fatal("thawed node not used again within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	c.Close()
-	for i := 0; i < 200; i += 20 {
-		if vals, _ := raw(t, nodes, fmt.Sprintf("k%d", i)); count(vals, "") != 5 {
-			t.Fatalf("k%d left behind: %v", i, vals)
+	c.Close() // every call has returned: the hook's record is complete
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.most > 1 {
+		t.Errorf("%d acquisitions in flight to the frozen node at once after a timeout; a suspect node gets one probe at a time", h.most)
+	}
+	for _, k := range skipped {
+		if len(h.sent[k]) != 0 {
+			t.Errorf("round %s reported the frozen node skipped but sent it %v", k, h.sent[k])
 		}
 	}
-	t.Logf("frozen node skipped in %d of 200 rounds, %d calls sent to it in %v (limit %d)", skipped, sent, elapsed, limit)
+	for _, k := range held {
+		// One acquisition, and one release after its timeout (its outcome
+		// is unknown: it may hold the key).
+		if got := strings.Join(h.sent[k], " "); got != "set evalsha" {
+			t.Errorf("probe %s sent %q to the frozen node, want one SET and then one release", k, got)
+		}
+	}
+	for i, n := range nodes {
+		cl := n.Client()
+		keys, err := cl.Keys(ctx, "*").Result()
+		cl.Close()
+		if err != nil || len(keys) != 0 {
+			t.Errorf("node %d: keys left after every lock was released: %v %v", i, keys, err)
+		}
+	}
+	t.Logf("frozen node: %d probes held, %d rounds skipped it, %d acquisition timeouts, at most %d acquisition in flight",
+		len(held), len(skipped), h.timeouts, h.most)
+}
+
+// probeHook is a go-redis hook on one node's client. It records the
+// commands sent there per key, holds the acquisitions of probe-phase rounds
+// (keys "p...") at a gate while holding is on, and counts how many of those
+// are in flight at once. observe, the Client's node observer, counts the
+// node's acquisition timeouts.
+type probeHook struct {
+	addr string
+
+	mu       sync.Mutex
+	sent     map[string][]string // key: commands sent for it, in order
+	atGate   []string            // acquisitions waiting at the gate
+	inflight int                 // probe-phase acquisitions in flight
+	most     int                 // the most of them in flight at once
+	timeouts int                 // acquisitions to the node that timed out
+	gate     chan struct{}       // non-nil while holding
+}
+
+func (h *probeHook) observe(e redlock.NodeEvent) {
+	if e.Op == "acquire" && e.Addr == h.addr && e.Timeout() {
+		h.mu.Lock()
+		h.timeouts++
+		h.mu.Unlock()
+	}
+}
+
+func (h *probeHook) timedOut() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.timeouts
+}
+
+func (h *probeHook) mostInFlight() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.most
+}
+
+// waiting returns an acquisition held at the gate.
+func (h *probeHook) waiting() (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.atGate) == 0 {
+		return "", false
+	}
+	return h.atGate[0], true
+}
+
+// hold makes probe-phase acquisitions wait at a gate (on), or lets every
+// held one go on and stops holding (off).
+func (h *probeHook) hold(on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if on && h.gate == nil {
+		h.gate = make(chan struct{})
+	}
+	if !on && h.gate != nil {
+		close(h.gate)
+		h.gate = nil
+		h.atGate = nil
+	}
+}
+
+func (h *probeHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *probeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *probeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		var key string
+		switch cmd.Name() {
+		case "set":
+			key = fmt.Sprint(args[1])
+		case "evalsha", "eval":
+			key = fmt.Sprint(args[3])
+		default:
+			return next(ctx, cmd)
+		}
+		probe := cmd.Name() == "set" && strings.HasPrefix(key, "p")
+		h.mu.Lock()
+		h.sent[key] = append(h.sent[key], cmd.Name())
+		gate := h.gate
+		if probe {
+			h.inflight++
+			if h.inflight > h.most {
+				h.most = h.inflight
+			}
+			if gate != nil {
+				h.atGate = append(h.atGate, key)
+			}
+		}
+		h.mu.Unlock()
+		if !probe {
+			return next(ctx, cmd)
+		}
+		defer func() {
+			h.mu.Lock()
+			h.inflight--
+			h.mu.Unlock()
+		}()
+		if gate != nil {
+			<-gate // held past its deadline, the call then fails at once with it
+		}
+		return next(ctx, cmd)
+	}
+}
+
+// waitUntil polls cond until it holds. The deadline (30s) is far beyond
+// what the awaited event takes; it is only reached if something is wrong.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 30s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // The caller's ctx ends while one node's SET is still on its way, and the
