@@ -65,7 +65,10 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": %s %q: %d of %d votes needed", e.Op, e.Keys, e.Got, e.Need)
+	fmt.Fprintf(&b, ": %s %q: %d yes of %d needed", e.Op, e.Keys, e.Got, e.Need)
+	if len(e.Nodes) > 0 {
+		fmt.Fprintf(&b, ", %d nodes", len(e.Nodes))
+	}
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}

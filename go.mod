@@ -2,7 +2,10 @@ module github.com/redlock-go/redlock
 
 go 1.22
 
-require github.com/redis/go-redis/v9 v9.14.0
+require (
+	github.com/google/uuid v1.6.0
+	github.com/redis/go-redis/v9 v9.14.0
+)
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

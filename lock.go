@@ -62,25 +62,40 @@ const (
 // maxNodes is how many nodes a Client takes: try tracks nodes in 64-bit sets.
 const maxNodes = 64
 
-// mayHold reports whether a node that answered v may hold the attempt's
-// owner value: it said yes, or the call failed and its outcome is unknown.
-// A plain no (the key was held by someone else; the command wrote nothing)
-// and a call that was never sent leave nothing behind.
-func mayHold(v quorum.Vote) bool {
-	return v.OK || v.Err != nil && v.Err != ErrNodeSkipped && v.Err != errNotSent
-}
+// A nil *Lock (the handle of a failed TryLock whose error was ignored) is
+// safe to use: its accessors return zero values, Release and Extend an
+// error matching ErrNotHeld.
 
 // Key returns the (first) locked key.
-func (l *Lock) Key() string { return l.keys[0] }
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.keys[0]
+}
 
 // Keys returns the locked keys.
-func (l *Lock) Keys() []string { return append([]string(nil), l.keys...) }
+func (l *Lock) Keys() []string {
+	if l == nil {
+		return nil
+	}
+	return append([]string(nil), l.keys...)
+}
 
-// Owner returns the random owner value stored on the nodes.
-func (l *Lock) Owner() string { return l.owner }
+// Owner returns the owner value stored on the nodes: the Client's ID, a
+// colon and the attempt's 128 random bits (see SplitOwner).
+func (l *Lock) Owner() string {
+	if l == nil {
+		return ""
+	}
+	return l.owner
+}
 
 // TTL returns the TTL of the last acquisition or extension.
 func (l *Lock) TTL() time.Duration {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ttl
@@ -90,6 +105,9 @@ func (l *Lock) TTL() time.Duration {
 // (monotonic with the real clock). Past it, the lock may be held by someone
 // else.
 func (l *Lock) Deadline() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.deadline
@@ -98,6 +116,9 @@ func (l *Lock) Deadline() time.Time {
 // Remaining returns the validity left, or 0 once the deadline has passed or
 // the lock was released or lost.
 func (l *Lock) Remaining() time.Duration {
+	if l == nil {
+		return 0
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.remaining()
@@ -116,6 +137,9 @@ func (l *Lock) remaining() time.Duration {
 // Nodes returns what each node answered in the acquisition (or the last
 // successful extension).
 func (l *Lock) Nodes() []NodeResult {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.c.results(quorum.Outcome{Votes: l.votes})
@@ -136,7 +160,7 @@ func (l *Lock) judge(t *try, votes []quorum.Vote, v verdict) (holds uint64) {
 			continue // answered after the decision: recorded by late
 		}
 		t.answered |= 1 << i
-		if mayHold(vote) {
+		if l.c.mayHold(i, vote) {
 			t.holds |= 1 << i
 		}
 	}
@@ -151,7 +175,7 @@ func (l *Lock) judge(t *try, votes []quorum.Vote, v verdict) (holds uint64) {
 // before it sends to node i. Before the verdict the answer is only recorded;
 // the verdict acts on it.
 func (l *Lock) late(t *try, i int, v quorum.Vote) {
-	hold := mayHold(v)
+	hold := l.c.mayHold(i, v)
 	l.mu.Lock()
 	t.answered |= 1 << i
 	if hold {
@@ -161,9 +185,11 @@ func (l *Lock) late(t *try, i int, v quorum.Vote) {
 	l.answered.Broadcast()
 	l.mu.Unlock()
 	if undo {
+		q := l.c.rel.next()
+		l.c.rel.add(i, l.keys, q)
 		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
 		defer cancel()
-		_, _ = l.c.nodes[i].Do(ctx, t.rel)
+		_, _ = l.c.release(ctx, i, l.keys, q, t.rel)
 	}
 }
 
@@ -192,6 +218,9 @@ func (l *Lock) awaitAnswer(i int) (holds bool) {
 // ctx's error if ctx ended the call. It may be called from a background
 // renewer while other goroutines use the Lock.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return fmt.Errorf("%w: extend: nil lock", ErrNotHeld)
+	}
 	c := l.c
 	if ctx == nil {
 		return invalid("nil context")
@@ -199,9 +228,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := c.checkTTL(ttl); err != nil {
 		return err
 	}
-	if c.closed.Load() {
+	if !c.enter() {
 		return ErrClosed
 	}
+	defer c.exit()
 	begin := c.o.clock.Now()
 	l.mu.Lock()
 	switch {
@@ -223,6 +253,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		err := fmt.Errorf("%w: extend %q by %v would pass the max hold of %v", ErrNotExtended, l.keys, ttl, mh)
 		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, err, left)
 		return err
+	}
+	if err := ctx.Err(); err != nil { // a call that is already over sends nothing
+		left := l.remaining()
+		l.mu.Unlock()
+		qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: err}
+		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe, left)
+		return qe
 	}
 	l.mu.Unlock()
 
@@ -277,10 +314,17 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // with their TTL. Release runs even if ctx is already done, bounded by the
 // node timeout.
 func (l *Lock) Release(ctx context.Context) error {
+	if l == nil {
+		return fmt.Errorf("%w: release: nil lock", ErrNotHeld)
+	}
 	c := l.c
 	if ctx == nil {
 		return invalid("nil context")
 	}
+	if !c.enter() {
+		return fmt.Errorf("%w: release %q: %w: the lock stays until its TTL", ErrNotHeld, l.keys, ErrClosed)
+	}
+	defer c.exit()
 	begin := c.o.clock.Now()
 	l.mu.Lock()
 	if l.state != stateHeld {
@@ -293,12 +337,17 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.state = stateReleased
 	rel := l.won.rel
 	l.mu.Unlock()
+	q := c.rel.next()
+	for i := range c.nodes { // before Release can return: see releases
+		c.rel.add(i, l.keys, q)
+	}
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
 	out := c.roundWithin(ctx, "release", c.releaseTimeout(l.ttl), c.need, nil, func(ctx context.Context, i int) (bool, error) {
 		if !l.awaitAnswer(i) {
+			c.rel.done(i, l.keys, q)
 			return false, errNotSent // nothing of ours was written there
 		}
-		return c.nodes[i].Do(ctx, rel)
+		return c.release(ctx, i, l.keys, q, rel)
 	}).Wait(context.Background())
 	if out.Reached {
 		c.done(ctx, "release", l, begin, 1, out, nil, left)
@@ -331,7 +380,8 @@ func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, 
 		if lg.Enabled(ctx, level) {
 			attrs := []slog.Attr{
 				slog.Any("keys", l.keys),
-				slog.String("owner", l.owner[:8]),
+				slog.String("client", c.id),
+				slog.String("owner", shortOwner(l.owner)),
 				slog.Duration("elapsed", elapsed),
 				slog.Int("votes", out.Yes),
 				slog.Int("need", c.need),
@@ -361,4 +411,14 @@ func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, 
 	for _, fn := range c.o.observers {
 		fn(e)
 	}
+}
+
+// shortOwner is the first 8 characters of an owner value's random part,
+// enough to tell attempts apart in logs ("" before any attempt).
+func shortOwner(v string) string {
+	_, a := SplitOwner(v)
+	if len(a) > 8 {
+		a = a[:8]
+	}
+	return a
 }

@@ -56,6 +56,7 @@ type options struct {
 	retryMax    time.Duration
 	maxAttempts int
 	maxHold     time.Duration
+	name        string
 	logger      *slog.Logger
 	clock       clock.Clock
 	observers   []func(Event)
@@ -110,6 +111,12 @@ func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n
 // lock past it fails with ErrNotExtended; a stuck holder then loses the lock
 // within the cap instead of keeping it forever.
 func WithMaxHold(d time.Duration) Option { return func(o *options) { o.maxHold = d } }
+
+// WithName sets a name for this Client (default none), for example the
+// host or pod, that begins its instance id (Client.ID) and so every owner
+// value it stores: redlock inspect and the logs then show which process
+// holds a lock. At most 64 printable bytes, no spaces or colons.
+func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // WithLogger logs acquisitions, failures, releases and failed extensions at
 // Debug (success) and Warn (failure) level. Default: silent.
@@ -185,6 +192,9 @@ func (o *options) validate(n int) error {
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.clock == nil:
 		return invalid("nil clock")
+	}
+	if err := checkName(o.name); err != nil {
+		return err
 	}
 	for _, fn := range o.observers {
 		if fn == nil {

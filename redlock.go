@@ -45,7 +45,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	mrand "math/rand/v2"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,8 +69,15 @@ type Client struct {
 	cluster bool
 	retries bool // some node's client may send a command twice
 	o       options
-	wg      inflight // calls still in flight (stragglers)
+	id      string   // this Client's instance id, the prefix of every owner value
+	prefix  string   // id + ":"
+	rel     releases // release calls in flight, which acquisitions of the same key wait for
+	ops     inflight // Lock, Extend and Release calls in progress; Close waits for them
+	wg      inflight // node calls still in flight (stragglers)
 	closed  atomic.Bool
+	// closing is cancelled by Close; it ends the backoff waits of Lock.
+	closing context.Context
+	stop    context.CancelFunc
 }
 
 // New returns a Client over the given nodes, one go-redis client per
@@ -86,8 +95,12 @@ type Client struct {
 // lost its answer and was sent again would say no and leave our key
 // behind), at a little more work for the node than SET NX.
 //
-// New returns an error matching ErrInvalidArgument for no nodes or more
-// than 64, a nil or duplicate client, or an invalid option.
+// Every node must be a different server: two clients that name the same
+// host and port (any database; localhost, 127.0.0.1 and ::1 are one host)
+// would let one server cast two votes. New returns an error matching
+// ErrInvalidArgument, naming the node, for no nodes or more than 64, a nil
+// client (also a typed nil such as (*redis.Client)(nil)), two clients of one
+// server, or an invalid option. It sends nothing to the nodes.
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return newClient(clients, nil, opts)
 }
@@ -97,13 +110,18 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // context deadlines enabled and go-redis's retries off (unless the URL sets
 // max_retries): a failed node call then counts as an unknown outcome and
 // is undone. Close closes these connections.
+//
+// A URL without a host (redis://, redis:///0), with a port outside 1-65535
+// or that go-redis cannot parse is refused with ErrInvalidArgument naming
+// the node and the URL, its password masked; so are two URLs of one server
+// (see New). Nothing is sent before the first lock.
 func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, invalid("no nodes")
 	}
-	clients := make([]redis.UniversalClient, 0, len(urls))
-	for i, u := range urls {
-		opt, err := redis.ParseURL(u)
+	parsed := make([]*redis.Options, len(urls))
+	for i, u := range urls { // all checked before any client is made
+		opt, err := parseURL(u)
 		if err != nil {
 			return nil, invalid("node %d: %v", i, err)
 		}
@@ -111,7 +129,11 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 		if !strings.Contains(u, "max_retries=") {
 			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
 		}
-		clients = append(clients, redis.NewClient(opt))
+		parsed[i] = opt
+	}
+	clients := make([]redis.UniversalClient, len(parsed))
+	for i, opt := range parsed {
+		clients[i] = redis.NewClient(opt)
 	}
 	c, err := newClient(clients, clients, opts)
 	if err != nil {
@@ -143,14 +165,16 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o}
 	seen := make(map[string]int, len(clients))
 	for i, cl := range clients {
-		if cl == nil {
-			return nil, invalid("node %d: nil client", i)
+		if isNil(cl) {
+			return nil, invalid("node %d: nil client %T", i, cl)
+		}
+		for _, s := range node.Servers(cl) {
+			if j, dup := seen[s]; dup && j != i {
+				return nil, invalid("nodes %d and %d are the same server %s: one server would cast two votes", j, i, s)
+			}
+			seen[s] = i
 		}
 		n := node.New(cl, &c.wg)
-		if j, dup := seen[n.Addr()]; dup {
-			return nil, invalid("nodes %d and %d are the same server %s", j, i, n.Addr())
-		}
-		seen[n.Addr()] = i
 		if _, ok := cl.(*redis.ClusterClient); ok {
 			c.cluster = true
 		}
@@ -158,8 +182,38 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		c.nodes = append(c.nodes, n)
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
+	id, err := instanceID(o.name)
+	if err != nil {
+		return nil, err
+	}
+	c.id, c.prefix = id, id+":"
+	c.closing, c.stop = context.WithCancel(context.Background())
+	if lg := o.logger; lg != nil {
+		lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: client ready",
+			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
+	}
 	return c, nil
 }
+
+// isNil reports a nil client, also a typed nil pointer in the interface.
+func isNil(cl redis.UniversalClient) bool {
+	if cl == nil {
+		return true
+	}
+	v := reflect.ValueOf(cl)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
+// ID returns the Client's instance id: the name given with WithName, a
+// slash and a random UUID made by New (the UUID alone without a name). It
+// begins every owner value this Client stores, and every log line of the
+// Client carries it, so a lock found on a node (redlock inspect) leads to
+// the process that holds it.
+func (c *Client) ID() string { return c.id }
 
 // inflight counts node calls in flight. Unlike sync.WaitGroup it allows
 // Add while Close is waiting (a call that passed the closed check).
@@ -191,6 +245,20 @@ func (f *inflight) Wait() {
 	f.mu.Unlock()
 }
 
+// enter registers a call that may touch the nodes; it reports false, and
+// registers nothing, once Close has begun. Close waits for every call that
+// entered (exit).
+func (c *Client) enter() bool {
+	c.ops.Add(1)
+	if c.closed.Load() {
+		c.ops.Done()
+		return false
+	}
+	return true
+}
+
+func (c *Client) exit() { c.ops.Done() }
+
 // Nodes returns the node addresses, in the order given to New.
 func (c *Client) Nodes() []string {
 	a := make([]string, len(c.nodes))
@@ -203,14 +271,21 @@ func (c *Client) Nodes() []string {
 // Quorum returns how many nodes must agree.
 func (c *Client) Quorum() int { return c.need }
 
-// Close waits for calls still in flight to the nodes (at most the node
-// timeout) and closes the connections made by NewFromURLs. Locks still held
-// are not released; they expire with their TTL. Later calls fail with
-// ErrClosed.
+// Close stops the Client. Lock calls waiting between attempts stop at once
+// with an error matching ErrClosed; a round in progress ends at its node
+// deadline, and if it won, its lock is released again and the call fails
+// with ErrClosed: once Close has returned, no call hands out a lock. Close
+// waits for the Lock, Extend and Release calls in progress and for node
+// calls still in flight (each at most its node deadline), then closes the
+// connections made by NewFromURLs. Locks still held are not released; they
+// expire with their TTL. Later calls fail with ErrClosed. Close is safe to
+// call more than once and concurrently with other calls.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.stop()
+	c.ops.Wait()
 	c.wg.Wait()
 	var first error
 	for _, cl := range c.owned {
@@ -292,12 +367,18 @@ func (c *Client) callTimeout(ttl time.Duration) time.Duration {
 	return c.o.nodeTimeout
 }
 
-func newOwner() (string, error) {
+// newOwner returns a fresh owner value: the Client's instance id, a colon
+// and 128 random bits (base64url), so that every attempt's value is unique
+// and names the process that wrote it.
+func (c *Client) newOwner() (string, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("redlock: owner value: %w", err)
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+	v := make([]byte, len(c.prefix)+base64.RawURLEncoding.EncodedLen(len(b)))
+	copy(v, c.prefix)
+	base64.RawURLEncoding.Encode(v[len(c.prefix):], b[:])
+	return string(v), nil
 }
 
 func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
@@ -310,9 +391,10 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if err := c.checkTTL(ttl); err != nil {
 		return nil, err
 	}
-	if c.closed.Load() {
+	if !c.enter() {
 		return nil, ErrClosed
 	}
+	defer c.exit()
 	begin := c.o.clock.Now()
 	l := &Lock{c: c, keys: append([]string(nil), keys...), ttl: ttl}
 	l.answered.L = &l.mu
@@ -328,28 +410,17 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		if attempt > 1 {
 			t = new(try)
 		}
-		owner, err := newOwner()
+		out, start, err := c.attempt(ctx, l, t)
 		if err != nil {
 			l.setState(stateFailed)
 			return nil, err
 		}
-		t.owner, t.rel = owner, node.Release(l.keys, owner)
-		l.owner = owner // read by the logger; only this goroutine writes it
-		cmd := node.LockNew(l.keys, owner, ttl)
-		again := cmd // for nodes whose client may send it twice: says yes where our value is
-		if c.retries && len(l.keys) == 1 {
-			again = node.Lock(l.keys, owner, ttl)
-		}
-		late := func(i int, v quorum.Vote) { l.late(t, i, v) }
-		start := c.o.clock.Now()
-		out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
-			if c.nodes[i].Retries() {
-				return c.nodes[i].Do(ctx, again)
-			}
-			return c.nodes[i].Do(ctx, cmd)
-		}).Wait(ctx)
 		validity := ttl - c.o.clock.Now().Sub(start) - drift
-		if out.Reached && out.Err == nil && validity > c.o.minValidity {
+		cause := out.Err
+		if cause == nil && c.closed.Load() {
+			cause = ErrClosed // Close has begun: hand out nothing, undo the round
+		}
+		if out.Reached && cause == nil && validity > c.o.minValidity {
 			l.mu.Lock()
 			l.judge(t, out.Votes, won)
 			l.won = t
@@ -365,7 +436,6 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		// A failed attempt is undone on every node that answered and may
 		// hold its owner value; nodes that have not answered yet are undone
 		// by late when they do.
-		cause := out.Err
 		if cause == nil {
 			cause = ctx.Err()
 		}
@@ -378,7 +448,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		l.mu.Unlock()
 		c.undo(ctx, l, t, holds)
 		if !final {
-			if cause = c.o.clock.Sleep(ctx, c.backoff(attempt)); cause == nil {
+			if cause = c.sleep(ctx, c.backoff(attempt)); cause == nil {
 				continue
 			}
 			l.setState(stateFailed)
@@ -391,6 +461,50 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 		c.done(ctx, "acquire", l, begin, attempt, out, qe, 0)
 		return nil, qe
 	}
+}
+
+// attempt sends one acquisition of l under attempt t's fresh owner value
+// to every node and returns the round's outcome at its decision and the
+// time the round started.
+func (c *Client) attempt(ctx context.Context, l *Lock, t *try) (quorum.Outcome, time.Time, error) {
+	owner, err := c.newOwner()
+	if err != nil {
+		return quorum.Outcome{}, time.Time{}, err
+	}
+	t.owner, t.rel = owner, node.Release(l.keys, owner)
+	l.owner = owner // read by the logger; only this goroutine writes it
+	cmd := node.LockNew(l.keys, owner, l.ttl)
+	again := cmd // for nodes whose client may send it twice: says yes where our value is
+	if c.retries && len(l.keys) == 1 {
+		again = node.Lock(l.keys, owner, l.ttl)
+	}
+	late := func(i int, v quorum.Vote) { l.late(t, i, v) }
+	mark := c.rel.mark()
+	start := c.o.clock.Now()
+	out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
+		if err := c.rel.wait(ctx, i, l.keys, mark); err != nil {
+			return false, errReleasePending // not sent: nothing to undo
+		}
+		if c.nodes[i].Retries() {
+			return c.nodes[i].Do(ctx, again)
+		}
+		return c.nodes[i].Do(ctx, cmd)
+	}).Wait(ctx)
+	return out, start, nil
+}
+
+// sleep waits d between attempts of Lock; it ends early with ctx's error,
+// or with ErrClosed when Close begins.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.closing, cancel)
+	defer stop()
+	err := c.o.clock.Sleep(ctx, d)
+	if err != nil && c.closed.Load() {
+		return ErrClosed
+	}
+	return err
 }
 
 // round sends op to every node under the per-node deadline and returns at
@@ -427,7 +541,7 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) {
-			if v.Err == errNotSent || v.Err == ErrNodeSkipped {
+			if notSent(v.Err) {
 				return // no call was made
 			}
 			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
@@ -483,7 +597,7 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) 
 	}
 	ok, err := op(ctx, i)
 	switch {
-	case err == errNotSent:
+	case notSent(err): // nothing reached the node: its health is unknown
 	case err != nil && node.IsTimeout(err):
 		h.suspect.Store(true)
 	default:
@@ -496,6 +610,25 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) 
 // can be there; it is not reported to node observers.
 var errNotSent = errors.New("redlock: not sent")
 
+// errReleasePending is the error of an acquisition call that was not sent
+// because this Client's own release of the key on that node was still in
+// flight at the node deadline (sending it would race the release).
+var errReleasePending = errors.New("redlock: not sent: this client's release of the key on this node was still in flight")
+
+// notSent reports the errors of node calls that sent nothing.
+func notSent(err error) bool {
+	return err == errNotSent || err == ErrNodeSkipped || err == errReleasePending
+}
+
+// mayHold reports whether node i, which answered v, may hold an attempt's
+// owner value: it said yes, or its call failed in a way that may have run
+// the command (node.MayHaveRun: a timeout, a connection lost after the
+// write). A plain no (the key was held by someone else), an error reply,
+// a refused connection and a call that was never sent leave nothing there.
+func (c *Client) mayHold(i int, v quorum.Vote) bool {
+	return v.OK || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
+}
+
 // undo releases attempt t on the nodes in the set holds and waits until
 // every call has returned or hit its deadline, so that the next attempt
 // does not find t's keys still in place. It runs even if ctx is done: a
@@ -504,12 +637,27 @@ func (c *Client) undo(ctx context.Context, l *Lock, t *try, holds uint64) {
 	if holds == 0 {
 		return
 	}
+	q := c.rel.next()
+	for i := range c.nodes {
+		if holds&(1<<i) != 0 {
+			c.rel.add(i, l.keys, q)
+		}
+	}
 	c.round(ctx, "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
 		if holds&(1<<i) == 0 {
 			return false, errNotSent
 		}
-		return c.nodes[i].Do(ctx, t.rel)
+		return c.release(ctx, i, l.keys, q, t.rel)
 	}).WaitAll()
+}
+
+// release sends rel to node i after c.rel.add(i, keys, q) and clears that
+// record when the call returns; later acquisitions of the same keys on
+// node i by this Client wait for it (see releases). Release calls are
+// never skipped, so every record is cleared.
+func (c *Client) release(ctx context.Context, i int, keys []string, q uint64, rel *node.Cmd) (bool, error) {
+	defer c.rel.done(i, keys, q)
+	return c.nodes[i].Do(ctx, rel)
 }
 
 // backoff returns the wait before attempt+1: exponential, capped, with

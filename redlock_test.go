@@ -211,7 +211,7 @@ func TestQuorumErrorShape(t *testing.T) {
 		t.Fatalf("errors.As: %+v", got)
 	}
 	msg := err.Error()
-	for _, want := range []string{"redlock: lock not obtained", "1 of 2", "after 3 attempts", "a:1: yes", "b:1: no", "c:1: context deadline exceeded", "context canceled"} {
+	for _, want := range []string{"redlock: lock not obtained", "1 yes of 2 needed, 3 nodes", "after 3 attempts", "a:1: yes", "b:1: no", "c:1: context deadline exceeded", "context canceled"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -279,14 +279,20 @@ func TestLockHandleAccessorsWithFakeClock(t *testing.T) {
 }
 
 func TestOwnerValues(t *testing.T) {
+	c, err := New(unreachable(1), WithName("pod-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		o, err := newOwner()
+		o, err := c.newOwner()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(o) != 22 || seen[o] {
-			t.Fatalf("owner %q: len %d, repeated %v", o, len(o), seen[o])
+		id, random := SplitOwner(o)
+		if id != c.ID() || len(random) != 22 || seen[o] {
+			t.Fatalf("owner %q: client %q (want %q), random part %q, repeated %v", o, id, c.ID(), random, seen[o])
 		}
 		seen[o] = true
 	}
@@ -341,13 +347,23 @@ func TestInflightWaitsForLateAdds(t *testing.T) {
 // unknown outcome may have left our value there; a plain no or a call
 // never sent cannot.
 func TestJudgeAndLateAnswers(t *testing.T) {
+	clients := unreachable(5)
+	for _, cl := range clients {
+		cl.(*redis.Client).Options().MaxRetries = -1 // as NewFromURLs makes them
+	}
+	c, err := New(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mayHold := func(v quorum.Vote) bool { return c.mayHold(0, v) }
 	if !mayHold(quorum.Vote{OK: true, Done: true}) || !mayHold(quorum.Vote{Err: context.DeadlineExceeded, Done: true}) {
 		t.Fatal("a yes or a timeout must count as possibly held")
 	}
-	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: ErrNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) {
+	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: ErrNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) ||
+		mayHold(quorum.Vote{Err: errReleasePending}) || mayHold(quorum.Vote{Err: redis.ErrClosed}) {
 		t.Fatal("a plain no or an unsent call cannot hold our value")
 	}
-	c := &Client{o: defaults()}
 	l := &Lock{c: c, keys: []string{"k"}}
 	l.answered.L = &l.mu
 	tr := &l.first

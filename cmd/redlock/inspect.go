@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
 )
 
 // NodeHold is what one node holds for a key.
@@ -26,7 +28,8 @@ type NodeHold struct {
 // KeyReport is one lock key across the nodes.
 type KeyReport struct {
 	Key        string     `json:"key"`
-	Owner      string     `json:"owner"`  // the owner held on the most nodes
+	Owner      string     `json:"owner"`            // the owner held on the most nodes
+	Client     string     `json:"client,omitempty"` // the instance id in Owner (redlock.Client.ID): who holds it
 	Held       int        `json:"held"`   // nodes holding that owner
 	Nodes      int        `json:"nodes"`  // nodes inspected
 	Quorum     int        `json:"quorum"` // votes a lock needs
@@ -173,6 +176,7 @@ func summarize(key string, holds []NodeHold, quorum int) KeyReport {
 	}
 	r.QuorumHeld = r.Held >= quorum
 	r.Partial = !r.QuorumHeld
+	r.Client, _ = redlock.SplitOwner(r.Owner)
 	return r
 }
 
@@ -182,7 +186,7 @@ func printReports(out io.Writer, reports []KeyReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFLAGS")
+	fmt.Fprintln(tw, "KEY\tCLIENT\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFLAGS")
 	for _, r := range reports {
 		var nodes strings.Builder
 		for _, h := range r.PerNode {
@@ -210,9 +214,14 @@ func printReports(out io.Writer, reports []KeyReport) {
 		if r.QuorumHeld {
 			quorum = "yes"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Key, r.Owner, nodes.String(), r.Held, r.Nodes, quorum, ttl, strings.Join(flags, ","))
+		client, attempt := redlock.SplitOwner(r.Owner)
+		if client == "" {
+			client = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Key, client, attempt, nodes.String(), r.Held, r.Nodes, quorum, ttl, strings.Join(flags, ","))
 	}
 	tw.Flush()
+	fmt.Fprintln(out, "CLIENT: the holder's instance id (redlock.Client.ID, logged by that process); OWNER: the attempt's random part")
 	fmt.Fprintln(out, "NODES: # holds the owner shown, x holds another owner or a non-lock value, . absent")
 }
 

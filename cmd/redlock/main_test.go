@@ -131,7 +131,7 @@ func TestDemoMetricsAddrInUse(t *testing.T) {
 func TestInspectAndUnlock(t *testing.T) {
 	urls := nodes(t, 3)
 	nodesArg := strings.Join(urls, ",")
-	c, err := redlock.NewFromURLs(urls)
+	c, err := redlock.NewFromURLs(urls, redlock.WithName("worker-3"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,9 +143,12 @@ func TestInspectAndUnlock(t *testing.T) {
 	}
 	defer l.Release(ctx)
 
+	// The table names the holder by its Client's instance id.
+	_, attempt := redlock.SplitOwner(l.Owner())
 	code, out, _ := runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)
-	if code != exitOK || !strings.Contains(out, "lock:held") || !strings.Contains(out, l.Owner()) || !strings.Contains(out, "yes") {
-		t.Fatalf("inspect of a held lock: exit %d\n%s", code, out)
+	if code != exitOK || !strings.Contains(out, "lock:held") || !strings.Contains(out, c.ID()) || !strings.Contains(out, attempt) ||
+		!strings.HasPrefix(c.ID(), "worker-3/") || !strings.Contains(out, "yes") {
+		t.Fatalf("inspect of a held lock by %s: exit %d\n%s", c.ID(), code, out)
 	}
 
 	// A partial leftover on one node and a key without TTL on all.
@@ -177,7 +180,7 @@ func TestInspectAndUnlock(t *testing.T) {
 	if r := byKey["lock:forever"]; !r.NoTTL || !r.QuorumHeld {
 		t.Errorf("no-TTL key: %+v", r)
 	}
-	if r := byKey["lock:held"]; r.Partial || !r.QuorumHeld || r.Held != 3 || r.MinTTLms <= 0 {
+	if r := byKey["lock:held"]; r.Partial || !r.QuorumHeld || r.Held != 3 || r.MinTTLms <= 0 || r.Owner != l.Owner() || r.Client != c.ID() {
 		t.Errorf("held: %+v", r)
 	}
 	code, out, _ = runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)

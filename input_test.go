@@ -1,0 +1,124 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A typed nil in the slice is a nil client too, named by its index.
+func TestNewRejectsTypedNil(t *testing.T) {
+	three := unreachable(3)
+	for _, nilClient := range []redis.UniversalClient{(*redis.Client)(nil), (*redis.ClusterClient)(nil), (*redis.Ring)(nil)} {
+		_, err := New([]redis.UniversalClient{three[0], three[1], nilClient})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "node 2: nil client") {
+			t.Errorf("New with %T(nil) = %v, want ErrInvalidArgument naming node 2", nilClient, err)
+		}
+	}
+}
+
+// One server must not cast two votes: any database, any spelling of the
+// loopback host.
+func TestNewRejectsOneServerTwice(t *testing.T) {
+	cases := [][]string{
+		{"redis://127.0.0.1:7001/0", "redis://127.0.0.1:7002", "redis://127.0.0.1:7001/1"},
+		{"redis://localhost:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7001"},
+		{"redis://[::1]:7001", "redis://127.0.0.1:7002", "redis://localhost:7001"},
+		{"redis://Redis-A.example:7001", "redis://b.example:7001", "redis://redis-a.example:7001/2"},
+		{"redis://a.example", "redis://b.example", "redis://a.example:6379"},
+	}
+	for _, urls := range cases {
+		c, err := NewFromURLs(urls)
+		if err == nil {
+			c.Close()
+			t.Errorf("NewFromURLs(%q) accepted one server twice", urls)
+			continue
+		}
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "same server") {
+			t.Errorf("NewFromURLs(%q) = %v, want ErrInvalidArgument: same server", urls, err)
+		}
+	}
+	// Different ports, and loopback addresses other than 127.0.0.1, are
+	// different servers.
+	c, err := NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.2:7001", "redis://localhost:7002"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+}
+
+func TestNewFromURLsRejectsHostlessAndBadPorts(t *testing.T) {
+	cases := []struct{ url, want string }{
+		{"redis://", "no host"},
+		{"redis:///0", "no host"},
+		{"redis://:secret@", "no host"},
+		{"rediss://:secret@/3", "no host"},
+		{"redis://127.0.0.1:99999", "port 99999 is not in 1-65535"},
+		{"redis://127.0.0.1:0", "port 0 is not in 1-65535"},
+		{"redis://user:secret@127.0.0.1:70000", "port 70000"},
+		{"redis://:secret@127.0.0.1:port", "invalid port"},
+		{"unix://", "no socket path"},
+		{"http://127.0.0.1:6379", "scheme"},
+	}
+	for _, tc := range cases {
+		_, err := NewFromURLs([]string{"redis://127.0.0.1:7001", tc.url, "redis://127.0.0.1:7003"})
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "node 1: ") || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewFromURLs(%q) = %v, want ErrInvalidArgument for node 1 mentioning %q", tc.url, err, tc.want)
+			continue
+		}
+		if strings.Contains(err.Error(), "secret") {
+			t.Errorf("error shows the password: %v", err)
+		}
+	}
+}
+
+// A nil handle, from a failed TryLock whose error was ignored, never panics.
+func TestNilLock(t *testing.T) {
+	var l *Lock
+	ctx := context.Background()
+	if err := l.Release(ctx); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("Release = %v, want ErrNotHeld", err)
+	}
+	if err := l.Extend(ctx, time.Second); !errors.Is(err, ErrNotHeld) {
+		t.Errorf("Extend = %v, want ErrNotHeld", err)
+	}
+	if l.Key() != "" || l.Keys() != nil || l.Owner() != "" || l.TTL() != 0 || !l.Deadline().IsZero() || l.Remaining() != 0 || l.Nodes() != nil {
+		t.Error("accessors of a nil lock return non-zero values")
+	}
+}
+
+func TestWithName(t *testing.T) {
+	for _, bad := range []string{"a b", "pod:7", "tab\t", strings.Repeat("x", 65), "nl\n"} {
+		if _, err := New(unreachable(1), WithName(bad)); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("WithName(%q) = %v, want ErrInvalidArgument", bad, err)
+		}
+	}
+	c, err := New(unreachable(1), WithName("host-1/pod-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c2, err := New(unreachable(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	if !strings.HasPrefix(c.ID(), "host-1/pod-7/") || len(c.ID()) != len("host-1/pod-7/")+36 || len(c2.ID()) != 36 || c2.ID() == c.ID()[len("host-1/pod-7/"):] {
+		t.Fatalf("ids %q and %q: want name/UUID and a UUID of its own", c.ID(), c2.ID())
+	}
+}
+
+func TestSplitOwner(t *testing.T) {
+	for _, tc := range []struct{ v, client, attempt string }{
+		{"pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:AAAAAAAAAAAAAAAAAAAAAA", "pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f", "AAAAAAAAAAAAAAAAAAAAAA"},
+		{"AAAAAAAAAAAAAAAAAAAAAA", "", "AAAAAAAAAAAAAAAAAAAAAA"},
+	} {
+		if c, a := SplitOwner(tc.v); c != tc.client || a != tc.attempt {
+			t.Errorf("SplitOwner(%q) = %q, %q", tc.v, c, a)
+		}
+	}
+}

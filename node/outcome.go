@@ -1,0 +1,59 @@
+package node
+
+import (
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MayHaveRun reports whether a call that failed with err may still have
+// run on the node, so that whatever it writes must be undone. It is false
+// only where the error proves the command was not executed:
+//
+//   - the node answered with an error reply (WRONGPASS, NOAUTH, NOPERM,
+//     MOVED, READONLY, OOM, BUSY, LOADING, ...): Redis rejects a command
+//     before it runs, and the lock scripts check before they write;
+//   - no connection was made: the dial was refused or timed out, the name
+//     did not resolve, the pool had no connection, the client was closed;
+//   - the peer does not speak RESP (its reply cannot be parsed: an HTTP
+//     server or another protocol on the port), so no lock exists there.
+//
+// Timeouts, resets and EOF after the command was written, and every error
+// not listed above, may have run. A node whose client may send a command
+// again (see Node.Retries) reports only the last try's error, and an
+// earlier try may have run: on such nodes every failed call may have run.
+func (n *Node) MayHaveRun(err error) bool {
+	if err == nil {
+		return false
+	}
+	return n.retries || mayHaveRun(err)
+}
+
+func mayHaveRun(err error) bool {
+	var re redis.Error
+	if errors.As(err, &re) {
+		return false // an error reply: the command was rejected
+	}
+	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
+		return false // no connection was taken
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return false
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return false // refused, unreachable or timed out while connecting
+	}
+	return !notRESP(err)
+}
+
+// notRESP reports a reply that go-redis could not parse: the peer is not a
+// Redis server. (go-redis reports these as plain errors, so the text is
+// all there is to go on.)
+func notRESP(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "redis: can't parse") || strings.HasPrefix(s, "redis: invalid reply")
+}
