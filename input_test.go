@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -120,5 +121,43 @@ func TestSplitOwner(t *testing.T) {
 		if c, a := SplitOwner(tc.v); c != tc.client || a != tc.attempt {
 			t.Errorf("SplitOwner(%q) = %q, %q", tc.v, c, a)
 		}
+	}
+}
+
+// NewFromURLs gives rediss:// nodes a dialer that ends the TLS handshake
+// with the call's ctx: go-redis's own ignores it and would hold a call to a
+// node that accepts but never answers for the whole dial timeout (here an
+// hour, so a dialer that ignored the ctx would hang the test).
+func TestTLSDialEndsWithCtx(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{})
+	defer func() { ln.Close(); <-accepted }()
+	go func() {
+		defer close(accepted)
+		var conns []net.Conn
+		for {
+			c, err := ln.Accept() // and never answer the handshake
+			if err != nil {
+				for _, c := range conns {
+					c.Close()
+				}
+				return
+			}
+			conns = append(conns, c)
+		}
+	}()
+	c, err := NewFromURLs([]string{"rediss://" + ln.Addr().String() + "?dial_timeout=1h"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dial := c.owned[0].(*redis.Client).Options().Dialer
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := dial(ctx, "tcp", ln.Addr().String()); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("dial = %v, want the ctx's deadline", err)
 	}
 }

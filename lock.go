@@ -182,14 +182,17 @@ func (l *Lock) late(t *try, i int, v quorum.Vote) {
 		t.holds |= 1 << i
 	}
 	undo := hold && t.verdict == lost
+	ttl := l.ttl // Extend may change it
 	l.answered.Broadcast()
 	l.mu.Unlock()
 	if undo {
 		q := l.c.rel.next()
 		l.c.rel.add(i, l.keys, q)
-		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(l.ttl))
+		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(ttl))
 		defer cancel()
-		_, _ = l.c.release(ctx, i, l.keys, q, t.rel)
+		start := l.c.o.clock.Now()
+		ok, err := l.c.release(ctx, i, l.keys, q, t.rel)
+		l.c.observeNode("release", i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: l.c.o.clock.Now().Sub(start)})
 	}
 }
 

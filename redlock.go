@@ -4,7 +4,8 @@
 // # Guarantee
 //
 // A lock returned by Lock or TryLock is held on at least a quorum of nodes
-// (by default N/2+1) under a random 128-bit owner value, and no other client
+// (by default N/2+1) under an owner value unique to the attempt (the
+// Client's instance id, see Client.ID, and 128 random bits), and no other client
 // can hold the same key on a quorum before Lock.Deadline. The deadline is
 // computed on the client's monotonic clock as
 //
@@ -42,11 +43,13 @@ package redlock
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
+	"net"
 	"reflect"
 	"strings"
 	"sync"
@@ -129,6 +132,9 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 		if !strings.Contains(u, "max_retries=") {
 			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
 		}
+		if opt.TLSConfig != nil && opt.Dialer == nil {
+			opt.Dialer = tlsDialer(opt)
+		}
 		parsed[i] = opt
 	}
 	clients := make([]redis.UniversalClient, len(parsed))
@@ -193,6 +199,18 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
 	}
 	return c, nil
+}
+
+// tlsDialer dials TLS within the call's ctx. go-redis's own TLS dial
+// (tls.DialWithDialer) ignores the ctx: a node that hangs in the handshake
+// would hold a call for the whole dial timeout (5 s), not the node timeout.
+func tlsDialer(opt *redis.Options) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	timeout := opt.DialTimeout
+	if timeout == 0 {
+		timeout = 5 * time.Second // go-redis's default, for its own background dials
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: timeout, KeepAlive: 5 * time.Minute}, Config: opt.TLSConfig}
+	return d.DialContext
 }
 
 // isNil reports a nil client, also a typed nil pointer in the interface.
@@ -540,16 +558,7 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
-		cfg.Observe = func(i int, v quorum.Vote) {
-			if notSent(v.Err) {
-				return // no call was made
-			}
-			e := NodeEvent{Op: name, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
-				Late: !v.Done}
-			for _, fn := range c.o.nodeObs {
-				fn(e)
-			}
-		}
+		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(name, i, v) }
 	}
 	// Acquisitions and extensions may leave out nodes that timed out
 	// recently, as long as the others can still make the quorum.
@@ -566,6 +575,19 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
 		return c.call(ctx, i, canSkip, op)
 	})
+}
+
+// observeNode reports one node call to the node observers; calls that sent
+// nothing are not reported.
+func (c *Client) observeNode(op string, i int, v quorum.Vote) {
+	if notSent(v.Err) {
+		return
+	}
+	e := NodeEvent{Op: op, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
+		Late: !v.Done}
+	for _, fn := range c.o.nodeObs {
+		fn(e)
+	}
 }
 
 // nodeHealth tracks whether a node's calls time out. A node whose last

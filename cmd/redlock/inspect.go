@@ -30,9 +30,9 @@ type KeyReport struct {
 	Key        string     `json:"key"`
 	Owner      string     `json:"owner"`            // the owner held on the most nodes
 	Client     string     `json:"client,omitempty"` // the instance id in Owner (redlock.Client.ID): who holds it
-	Held       int        `json:"held"`   // nodes holding that owner
-	Nodes      int        `json:"nodes"`  // nodes inspected
-	Quorum     int        `json:"quorum"` // votes a lock needs
+	Held       int        `json:"held"`             // nodes holding that owner
+	Nodes      int        `json:"nodes"`            // nodes inspected
+	Quorum     int        `json:"quorum"`           // votes a lock needs
 	QuorumHeld bool       `json:"quorum_held"`
 	Partial    bool       `json:"partial"` // held by fewer than a quorum: a leftover
 	NoTTL      bool       `json:"no_ttl"`  // some node holds it without expiry
