@@ -2,9 +2,11 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -123,4 +125,36 @@ func closedPort(t *testing.T) string {
 	addr := l.Addr().String()
 	l.Close()
 	return addr
+}
+
+// The clean-up of a node whose yes came after its failed round was decided
+// goes out from the late-answer path; node observers see it too.
+func TestLateCleanupIsObserved(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	for i := 0; i < 2; i++ {
+		set(t, nodes[i], "k", "someone else", time.Minute)
+	}
+	var mu sync.Mutex
+	var ops []string // node 2's calls, in order
+	c := client(t, nodes, redlock.WithNodeTimeout(time.Minute), redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		if e.Addr == nodes[2].Addr {
+			mu.Lock()
+			ops = append(ops, fmt.Sprintf("%s:%v:late=%v", e.Op, e.Vote, e.Late))
+			mu.Unlock()
+		}
+	}))
+	nodes[2].Freeze()
+	if _, err := c.TryLock(context.Background(), "k", 30*time.Second); err == nil {
+		t.Fatal("TryLock succeeded although 2 of 3 nodes hold the key")
+	}
+	nodes[2].Thaw() // its SET lands, says yes after the decision, and is undone
+	c.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(ops, " "); got != "acquire:true:late=true release:true:late=true" {
+		t.Fatalf("node 2's calls as observed: %s", got)
+	}
+	if vals, _ := raw(t, nodes[2:], "k"); vals[0] != "" {
+		t.Fatalf("node 2 still holds %q", vals[0])
+	}
 }
