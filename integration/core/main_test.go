@@ -35,11 +35,13 @@ func client(t testing.TB, nodes []*harness.Node, opts ...redlock.Option) *redloc
 	return c
 }
 
-// raw reads key on every node directly, after a short grace for release
-// calls still finishing in the background (Release returns at quorum): value ("" if absent) and PTTL.
+// raw reads key on every node directly, as it is now: value ("" if
+// absent) and PTTL. Calls may still be finishing in the background
+// (Release and Extend return at quorum, a failed attempt is undone on late
+// nodes when they answer): close the Client first (Close waits for them),
+// or poll with rawUntil.
 func raw(t testing.TB, nodes []*harness.Node, key string) ([]string, []time.Duration) {
 	t.Helper()
-	time.Sleep(20 * time.Millisecond)
 	vals := make([]string, len(nodes))
 	ttls := make([]time.Duration, len(nodes))
 	for i, n := range nodes {
@@ -55,6 +57,22 @@ func raw(t testing.TB, nodes []*harness.Node, key string) ([]string, []time.Dura
 		c.Close()
 	}
 	return vals, ttls
+}
+
+// rawUntil reads key on every node until ok accepts what they hold or
+// until is reached, and returns the last reading. For checks that must wait
+// for calls still in flight while the Client stays open; until must come
+// before any key the check is about could expire by its TTL, so that a
+// key left behind cannot expire into a pass.
+func rawUntil(t testing.TB, nodes []*harness.Node, key string, until time.Time, ok func(vals []string, ttls []time.Duration) bool) ([]string, []time.Duration) {
+	t.Helper()
+	for {
+		vals, ttls := raw(t, nodes, key)
+		if ok(vals, ttls) || time.Now().After(until) {
+			return vals, ttls
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 func set(t testing.TB, n *harness.Node, key, val string, ttl time.Duration) {
