@@ -2,69 +2,62 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/node"
 	"github.com/redlock-go/redlock/quorum"
 )
 
-type lockState int
-
-const (
-	statePending  lockState = iota // being acquired (across retries)
-	stateHeld                      // acquired
-	stateFailed                    // acquisition failed
-	stateReleased                  // released, or lost on extend
-)
-
-// Lock is an acquired lock. Its methods are safe for concurrent use.
-type Lock struct {
-	c     *Client
-	keys  []string
-	owner string // of the winning attempt
-	ttl   time.Duration
-
-	mu       sync.Mutex
-	state    lockState
-	acquired time.Time     // start of the successful attempt
-	deadline time.Time     // end of validity on the client's monotonic clock
-	votes    []quorum.Vote // of the acquisition or last extension
-	won      *try          // the winning attempt (owner, release command); set before the Lock is returned
-	first    try           // the first attempt's state, saving an allocation
-	answered sync.Cond     // signalled when a late answer of an attempt arrives; L is &mu
-}
-
-// try is one acquisition attempt. Every attempt has its own owner value, so
-// that its clean-up can never delete what a later attempt wrote, and every
-// node's clean-up can wait for that node's answer without holding up the
-// next attempt.
-type try struct {
-	owner string
-	rel   *node.Cmd
-
-	// Guarded by Lock.mu.
-	verdict  verdict
-	answered uint64 // nodes whose call has returned (bit i: node i)
-	holds    uint64 // of those, the ones that may hold owner: yes, or an error (unknown outcome)
-}
-
-type verdict int
-
-const (
-	open verdict = iota // the round or its judgement is in progress
-	won                 // the lock was returned; Release cleans up
-	lost                // failed; every node that may hold owner is released
-)
-
-// maxNodes is how many nodes a Client takes: try tracks nodes in 64-bit sets.
-const maxNodes = 64
-
-// A nil *Lock (the handle of a failed TryLock whose error was ignored) is
+// Lock is an acquired lock. Its methods are safe for concurrent use. A
+// nil *Lock (the handle of a failed TryLock whose error was ignored) is
 // safe to use: its accessors return zero values, Release and Extend an
 // error matching ErrNotHeld.
+//
+// A Lock ends once: released (Release), or lost (its validity ran out, or
+// a renewal or Extend found that a quorum no longer holds it). end is the
+// one place that ends it: it records the cause, closes Done, cancels
+// Context and stops the Lock's timers.
+type Lock struct {
+	c        *Client
+	keys     []string
+	owner    string
+	won      *attempt  // the winning attempt; Release waits for its answers
+	acquired time.Time // start of the winning attempt
+	watchdog bool      // renewed in the background (see Watchdog)
+
+	mu       sync.Mutex
+	ttl      time.Duration
+	deadline time.Time     // end of validity on the client's monotonic clock
+	votes    []quorum.Vote // of the acquisition or last extension
+	ended    error         // why the Lock ended: ErrReleased or a loss; nil while held
+	released bool          // Release was called
+	done     chan struct{} // made on demand, closed by end
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	expiry   func() bool   // stops the timer that ends the Lock at its deadline; nil if none
+	renewal  func() bool   // stops the timer of the next watchdog renewal; nil if none
+	renewing chan struct{} // closed when the renewal in flight returns; nil if none
+}
+
+// ErrReleased is the cause of a Lock's end (context.Cause of its Context)
+// after Release.
+var ErrReleased = errors.New("redlock: lock released")
+
+func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quorum.Outcome, watchdog bool) *Lock {
+	l := &Lock{c: c, keys: keys, owner: a.owner, won: a, acquired: a.start, watchdog: watchdog,
+		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)), votes: out.Votes}
+	if watchdog {
+		l.mu.Lock()
+		l.armExpiry()
+		l.scheduleRenewal(c.o.renewEvery)
+		l.mu.Unlock()
+	}
+	return l
+}
 
 // Key returns the (first) locked key.
 func (l *Lock) Key() string {
@@ -91,7 +84,7 @@ func (l *Lock) Owner() string {
 	return l.owner
 }
 
-// TTL returns the TTL of the last acquisition or extension.
+// TTL returns the TTL of the last acquisition, extension or renewal.
 func (l *Lock) TTL() time.Duration {
 	if l == nil {
 		return 0
@@ -125,7 +118,7 @@ func (l *Lock) Remaining() time.Duration {
 }
 
 func (l *Lock) remaining() time.Duration {
-	if l.state != stateHeld {
+	if l.ended != nil {
 		return 0
 	}
 	if d := l.deadline.Sub(l.c.o.clock.Now()); d > 0 {
@@ -145,68 +138,135 @@ func (l *Lock) Nodes() []NodeResult {
 	return l.c.results(quorum.Outcome{Votes: l.votes})
 }
 
-func (l *Lock) setState(s lockState) {
-	l.mu.Lock()
-	l.state = s
-	l.mu.Unlock()
-}
-
-// judge records the on-time answers of attempt t and its verdict, and
-// returns the nodes that answered and may hold t's owner value. l.mu must
-// be held.
-func (l *Lock) judge(t *try, votes []quorum.Vote, v verdict) (holds uint64) {
-	for i, vote := range votes {
-		if !vote.Done {
-			continue // answered after the decision: recorded by late
-		}
-		t.answered |= 1 << i
-		if l.c.mayHold(i, vote) {
-			t.holds |= 1 << i
-		}
+// Done returns a channel that is closed when the Lock ends: at Release, or
+// as soon as the process can no longer be sure it holds the lock (a
+// renewal or Extend found that a quorum no longer holds our value, or the
+// validity deadline arrived before a renewal succeeded). A timer set for
+// the deadline on the Client's clock closes it then, not the next renewal.
+// Err says why. A process paused past its deadline learns of the loss only
+// when it runs again: that is what fencing tokens are for.
+func (l *Lock) Done() <-chan struct{} {
+	if l == nil {
+		return closed
 	}
-	t.verdict = v
-	return t.holds
-}
-
-// late handles an answer of attempt t that arrived after its round was
-// decided. For a lost attempt a node that may hold its owner value is
-// released now, after its answer, so the release cannot overtake the
-// attempt's own command. For a won one, Release waits for this answer
-// before it sends to node i. Before the verdict the answer is only recorded;
-// the verdict acts on it.
-func (l *Lock) late(t *try, i int, v quorum.Vote) {
-	hold := l.c.mayHold(i, v)
-	l.mu.Lock()
-	t.answered |= 1 << i
-	if hold {
-		t.holds |= 1 << i
-	}
-	undo := hold && t.verdict == lost
-	ttl := l.ttl // Extend may change it
-	l.answered.Broadcast()
-	l.mu.Unlock()
-	if undo {
-		q := l.c.rel.next()
-		l.c.rel.add(i, l.keys, q)
-		ctx, cancel := context.WithTimeout(context.Background(), l.c.releaseTimeout(ttl))
-		defer cancel()
-		start := l.c.o.clock.Now()
-		ok, err := l.c.release(ctx, i, l.keys, q, t.rel)
-		l.c.observeNode("release", i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: l.c.o.clock.Now().Sub(start)})
-	}
-}
-
-// awaitAnswer blocks until the winning attempt's call to node i has
-// returned (bounded by that call's own deadline) and reports whether node i
-// may hold our owner value.
-func (l *Lock) awaitAnswer(i int) (holds bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	t := l.won
-	for t.answered&(1<<i) == 0 {
-		l.answered.Wait()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.ended != nil {
+			close(l.done)
+		}
 	}
-	return t.holds&(1<<i) != 0
+	l.armExpiry()
+	return l.done
+}
+
+// closed is the Done channel of a nil Lock.
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Context returns a context that is cancelled when the Lock ends (see
+// Done); context.Cause then returns Err's error. It does not end with the
+// ctx the Lock was acquired with.
+func (l *Lock) Context() context.Context {
+	if l == nil {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		cancel(ErrNotHeld)
+		return ctx
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ctx == nil {
+		l.ctx, l.cancel = context.WithCancelCause(context.Background())
+		if l.ended != nil {
+			l.cancel(l.ended)
+		}
+	}
+	l.armExpiry()
+	return l.ctx
+}
+
+// Err returns nil while the lock is held and its deadline has not passed
+// (checked on the clock, not left to the timer), ErrReleased after
+// Release, and otherwise why it was lost: an error matching ErrLockLost,
+// a *QuorumError with the per-node detail when a renewal or Extend found
+// it gone.
+func (l *Lock) Err() error {
+	if l == nil {
+		return ErrNotHeld
+	}
+	l.mu.Lock()
+	if l.ended == nil && l.remaining() <= 0 {
+		l.mu.Unlock()
+		l.end(l.expired())
+		l.mu.Lock()
+	}
+	defer l.mu.Unlock()
+	return l.ended
+}
+
+// expired is the cause of a Lock whose deadline passed without a renewal.
+func (l *Lock) expired() error {
+	if mh := l.c.o.maxHold; l.watchdog && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
+		return fmt.Errorf("%w: %q: the validity ran out at the max hold of %v: %w", ErrLockLost, l.keys, mh, ErrMaxHold)
+	}
+	return fmt.Errorf("%w: %q: the validity ran out before a renewal succeeded", ErrLockLost, l.keys)
+}
+
+// armExpiry sets the timer that ends the Lock at its deadline, if it is
+// not set. l.mu must be held.
+func (l *Lock) armExpiry() {
+	if l.ended != nil || l.expiry != nil {
+		return
+	}
+	d := l.deadline.Sub(l.c.o.clock.Now())
+	l.expiry = clock.AfterFunc(l.c.o.clock, d, l.onExpiry)
+}
+
+// onExpiry runs at the deadline the timer was set for; an extension may
+// have moved the deadline since, then it sets the timer again.
+func (l *Lock) onExpiry() {
+	l.mu.Lock()
+	l.expiry = nil
+	if l.ended != nil {
+		l.mu.Unlock()
+		return
+	}
+	if l.remaining() > 0 {
+		l.armExpiry()
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Unlock()
+	l.end(l.expired())
+}
+
+// end ends the Lock with cause, once: it records the cause, closes Done,
+// cancels Context and stops the timers. A loss is logged and observed
+// (Event "lost"). It reports whether this call ended the Lock.
+func (l *Lock) end(cause error) bool {
+	l.mu.Lock()
+	if l.ended != nil {
+		l.mu.Unlock()
+		return false
+	}
+	l.ended = cause
+	if l.done != nil {
+		close(l.done)
+	}
+	if l.cancel != nil {
+		l.cancel(cause)
+	}
+	for _, stop := range []func() bool{l.expiry, l.renewal} {
+		if stop != nil {
+			stop()
+		}
+	}
+	l.expiry, l.renewal = nil, nil
+	l.mu.Unlock()
+	if cause != ErrReleased {
+		l.c.report(context.Background(), outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause})
+	}
+	return true
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -216,72 +276,49 @@ func (l *Lock) awaitAnswer(i int) (holds bool) {
 //
 // On failure the lock's deadline is never moved later. The error matches
 // ErrLockLost when the validity had run out or a quorum no longer holds the
-// lock (it is then marked lost), ErrNotExtended when nodes failed or timed
-// out (the lock stays valid until Deadline), ErrNotHeld after Release, and
-// ctx's error if ctx ended the call. It may be called from a background
-// renewer while other goroutines use the Lock.
+// lock (the Lock then ends: see Done), ErrNotExtended when nodes failed or
+// timed out (the lock stays valid until Deadline) or it would pass
+// WithMaxHold (also ErrMaxHold), ErrNotHeld after Release or a loss, and
+// ctx's error if ctx ended the call; a ctx that is already done sends
+// nothing. It may be called while a watchdog renews the same Lock.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return fmt.Errorf("%w: extend: nil lock", ErrNotHeld)
 	}
-	c := l.c
 	if ctx == nil {
 		return invalid("nil context")
 	}
-	if err := c.checkTTL(ttl); err != nil {
+	if err := l.c.checkTTL(ttl); err != nil {
 		return err
 	}
+	return l.extend(ctx, ttl, opExtend)
+}
+
+// extend is Extend for a checked ttl; o is opExtend or opRenew.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
+	c := l.c
 	if !c.enter() {
 		return ErrClosed
 	}
 	defer c.exit()
 	begin := c.o.clock.Now()
-	l.mu.Lock()
-	switch {
-	case l.state != stateHeld:
-		l.mu.Unlock()
-		err := fmt.Errorf("%w: extend %q: lock was released or lost", ErrNotHeld, l.keys)
-		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, err, 0)
-		return err
-	case l.remaining() <= 0:
-		l.state = stateReleased
-		l.mu.Unlock()
-		qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Err: ErrLockLost}
-		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe, 0)
-		return qe
-	}
-	if mh := c.o.maxHold; mh > 0 && begin.Add(ttl).After(l.acquired.Add(mh)) {
-		left := l.remaining()
-		l.mu.Unlock()
-		err := fmt.Errorf("%w: extend %q by %v would pass the max hold of %v", ErrNotExtended, l.keys, ttl, mh)
-		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, err, left)
+	if err := l.extendable(ctx, begin, ttl, o); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil { // a call that is already over sends nothing
-		left := l.remaining()
-		l.mu.Unlock()
-		qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: err}
-		c.done(ctx, "extend", l, begin, 0, quorum.Outcome{}, qe, left)
-		return qe
-	}
-	l.mu.Unlock()
-
 	drift := DriftBudget(ttl, c.o.driftFactor)
 	cmd := node.Extend(l.keys, l.owner, ttl)
 	start := c.o.clock.Now()
-	out := c.round(ctx, "extend", l, c.need, nil, func(ctx context.Context, i int) (bool, error) {
+	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
 		return c.nodes[i].Do(ctx, cmd)
 	}).Wait(ctx)
 	now := c.o.clock.Now()
-	l.mu.Lock()
 	newDeadline := start.Add(ttl - drift)
-	if out.Reached && out.Err == nil && l.state == stateHeld && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
-		l.deadline = newDeadline
-		l.ttl = ttl
-		l.votes = out.Votes
+	l.mu.Lock()
+	if out.Reached && out.Err == nil && l.ended == nil && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
+		l.deadline, l.ttl, l.votes = newDeadline, ttl, out.Votes
 		left := l.remaining()
 		l.mu.Unlock()
-		c.done(ctx, "extend", l, begin, 1, out, nil, left)
+		c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: left})
 		return nil
 	}
 	// Some nodes may have taken a shorter TTL: never move the deadline
@@ -289,33 +326,68 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if newDeadline.Before(l.deadline) {
 		l.deadline = newDeadline
 	}
-	qe := &QuorumError{Op: "extend", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
+	qe := &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 		Nodes: c.results(out), Err: ErrNotExtended, Cause: out.Err}
-	countable := len(c.nodes) - out.No // nodes that may still hold it
-	if l.state != stateHeld {
+	lost := false
+	if l.ended != nil {
 		qe.Err = ErrNotHeld
-	} else if countable < c.need || l.remaining() <= 0 {
-		qe.Err = ErrLockLost
-		l.state = stateReleased
+	} else if len(c.nodes)-out.No < c.need || l.remaining() <= 0 { // too few nodes may still hold it
+		qe.Err, lost = ErrLockLost, true
 	}
 	if qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
 	left := l.remaining()
 	l.mu.Unlock()
-	c.done(ctx, "extend", l, begin, 1, out, qe, left)
+	if lost {
+		l.end(qe)
+	}
+	c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: qe, left: left})
 	return qe
 }
 
+// extendable checks, before any traffic, that the Lock may be extended by
+// ttl from begin; otherwise it reports and returns why not.
+func (l *Lock) extendable(ctx context.Context, begin time.Time, ttl time.Duration, o op) error {
+	c := l.c
+	l.mu.Lock()
+	var err error
+	expired := false
+	switch {
+	case l.ended != nil:
+		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
+	case l.remaining() <= 0:
+		err, expired = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
+	case c.o.maxHold > 0 && begin.Add(ttl).After(l.acquired.Add(c.o.maxHold)):
+		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, c.o.maxHold)
+	case ctx.Err() != nil: // a call that is already over sends nothing
+		err = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
+	}
+	left := l.remaining()
+	l.mu.Unlock()
+	if err == nil {
+		return nil
+	}
+	if expired {
+		l.end(l.expired())
+	}
+	c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err, left: left})
+	return err
+}
+
 // Release deletes the lock on every node where it still holds our owner
-// value; keys now held by someone else are left untouched. It sends only to
-// nodes that may hold it (not to those that refused the acquisition), to
-// each after it answered the acquisition's command. It returns nil
-// once a quorum confirmed the delete. Otherwise the error matches ErrNotHeld
-// (the lock had expired or was taken over, nodes failed, or it was released
-// already) with every node's answer; keys left on unreachable nodes expire
-// with their TTL. Release runs even if ctx is already done, bounded by the
-// node timeout.
+// value; keys now held by someone else are left untouched, and a lock
+// that was lost or ran past its deadline is cleaned up the same way. It
+// ends the Lock first (Done is closed, a watchdog stops, and a renewal in flight is
+// waited for, so no renewal reaches a node after the release). It sends
+// only to nodes that may hold the lock (not to those that refused the
+// acquisition), to each after it answered the acquisition's command. It
+// returns nil once a quorum confirmed the delete. Otherwise the error
+// matches ErrNotHeld (the lock had expired or was taken over, nodes
+// failed, it was released already, or the Client was closed: then also
+// ErrClosed) with every node's answer; keys left on unreachable nodes
+// expire with their TTL. Release runs even if ctx is already done,
+// bounded by the node timeout.
 func (l *Lock) Release(ctx context.Context) error {
 	if l == nil {
 		return fmt.Errorf("%w: release: nil lock", ErrNotHeld)
@@ -330,98 +402,35 @@ func (l *Lock) Release(ctx context.Context) error {
 	defer c.exit()
 	begin := c.o.clock.Now()
 	l.mu.Lock()
-	if l.state != stateHeld {
-		l.mu.Unlock()
-		err := fmt.Errorf("%w: release %q: lock was already released, lost or never acquired", ErrNotHeld, l.keys)
-		c.done(ctx, "release", l, begin, 0, quorum.Outcome{}, err, 0)
+	left, ttl, renewing, again := l.remaining(), l.ttl, l.renewing, l.released
+	l.released = true
+	l.mu.Unlock()
+	if again {
+		err := fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
+		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err})
 		return err
 	}
-	left := l.remaining()
-	l.state = stateReleased
-	rel := l.won.rel
-	l.mu.Unlock()
+	l.end(ErrReleased) // a lost Lock stays lost; what is left of it is deleted all the same
+	if renewing != nil {
+		<-renewing // bounded by the node timeout
+	}
 	q := c.rel.next()
 	for i := range c.nodes { // before Release can return: see releases
 		c.rel.add(i, l.keys, q)
 	}
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
-	out := c.roundWithin(ctx, "release", c.releaseTimeout(l.ttl), c.need, nil, func(ctx context.Context, i int) (bool, error) {
-		if !l.awaitAnswer(i) {
+	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
+		if !c.mayHold(i, l.won.round.Answer(i)) {
 			c.rel.done(i, l.keys, q)
 			return false, errNotSent // nothing of ours was written there
 		}
-		return c.release(ctx, i, l.keys, q, rel)
+		return c.release(ctx, i, l.keys, q, l.won.rel)
 	}).Wait(context.Background())
-	if out.Reached {
-		c.done(ctx, "release", l, begin, 1, out, nil, left)
-		return nil
+	var err error
+	if !out.Reached {
+		err = &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
+			Nodes: c.results(out), Err: ErrNotHeld}
 	}
-	qe := &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
-		Nodes: c.results(out), Err: ErrNotHeld}
-	c.done(ctx, "release", l, begin, 1, out, qe, left)
-	return qe
-}
-
-// done logs and observes the end of an operation on l. remaining is the
-// validity the Event reports.
-func (c *Client) done(ctx context.Context, op string, l *Lock, begin time.Time, attempts int, out quorum.Outcome, err error, remaining time.Duration) {
-	elapsed := c.o.clock.Now().Sub(begin)
-	if lg := c.o.logger; lg != nil {
-		level, msg := slog.LevelDebug, "redlock: "+op
-		switch {
-		case err != nil && op == "acquire":
-			level, msg = slog.LevelWarn, "redlock: not obtained"
-		case err != nil:
-			level, msg = slog.LevelWarn, "redlock: "+op+" failed"
-		case op == "acquire":
-			msg = "redlock: acquired"
-		case op == "release":
-			msg = "redlock: released"
-		case op == "extend":
-			msg = "redlock: extended"
-		}
-		if lg.Enabled(ctx, level) {
-			attrs := []slog.Attr{
-				slog.Any("keys", l.keys),
-				slog.String("client", c.id),
-				slog.String("owner", shortOwner(l.owner)),
-				slog.Duration("elapsed", elapsed),
-				slog.Int("votes", out.Yes),
-				slog.Int("need", c.need),
-				slog.Int("nodes", len(c.nodes)),
-			}
-			if attempts > 1 {
-				attrs = append(attrs, slog.Int("attempts", attempts))
-			}
-			if err != nil {
-				attrs = append(attrs, slog.String("error", err.Error()))
-			}
-			lg.LogAttrs(ctx, level, msg, attrs...)
-		}
-	}
-	if len(c.o.observers) == 0 {
-		return
-	}
-	e := Event{Op: op, Keys: l.keys, Err: err, Attempts: attempts, Elapsed: elapsed, Remaining: remaining}
-	if qe, ok := err.(*QuorumError); ok {
-		e.Nodes = qe.Nodes
-	} else if out.Votes != nil {
-		e.Nodes = c.results(out)
-	}
-	if err == nil || op != "acquire" {
-		e.Lock = l
-	}
-	for _, fn := range c.o.observers {
-		fn(e)
-	}
-}
-
-// shortOwner is the first 8 characters of an owner value's random part,
-// enough to tell attempts apart in logs ("" before any attempt).
-func shortOwner(v string) string {
-	_, a := SplitOwner(v)
-	if len(a) > 8 {
-		a = a[:8]
-	}
-	return a
+	c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: err, left: left})
+	return err
 }

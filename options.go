@@ -56,6 +56,8 @@ type options struct {
 	retryMax    time.Duration
 	maxAttempts int
 	maxHold     time.Duration
+	lease       time.Duration
+	renewEvery  time.Duration
 	name        string
 	logger      *slog.Logger
 	clock       clock.Clock
@@ -69,6 +71,8 @@ func defaults() options {
 		driftFactor: DefaultDriftFactor,
 		retryMin:    DefaultRetryMin,
 		retryMax:    DefaultRetryMax,
+		lease:       DefaultLease,
+		renewEvery:  DefaultLease / 3,
 		clock:       clock.Real(),
 	}
 }
@@ -106,11 +110,20 @@ func WithRetryBackoff(min, max time.Duration) Option {
 // ctx is done).
 func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
 
-// WithMaxHold caps how long one lock may be kept by extensions, counted
-// from its acquisition (default 0: no cap). An Extend that would carry the
-// lock past it fails with ErrNotExtended; a stuck holder then loses the lock
-// within the cap instead of keeping it forever.
+// WithMaxHold caps how long one lock may be kept by extensions and
+// watchdog renewals, counted from its acquisition (default 0: no cap). An
+// Extend that would carry the lock past it fails with ErrMaxHold (which
+// matches ErrNotExtended); a watchdog stops renewing, and the lock ends at
+// its deadline. A stuck holder then loses the lock within the cap instead
+// of keeping it forever.
 func WithMaxHold(d time.Duration) Option { return func(o *options) { o.maxHold = d } }
+
+// WithWatchdog sets the lease of locks taken in watchdog mode (see
+// Watchdog; default 30 s) and how often they are renewed (default
+// lease/3). every must be positive and shorter than the lease's validity.
+func WithWatchdog(lease, every time.Duration) Option {
+	return func(o *options) { o.lease, o.renewEvery = lease, every }
+}
 
 // WithName sets a name for this Client (default none), for example the
 // host or pod, that begins its instance id (Client.ID) and so every owner
@@ -145,37 +158,6 @@ func WithNodeObserver(fn func(NodeEvent)) Option {
 	return func(o *options) { o.nodeObs = append(o.nodeObs, fn) }
 }
 
-// NodeEvent is the answer of one node call.
-type NodeEvent struct {
-	Op string // "acquire", "extend" or "release" (also the clean-up of a failed attempt)
-	NodeResult
-	// Late: the answer came after the round was decided; the caller did
-	// not wait for it. (A call is not cut short when the caller's ctx
-	// ends: it runs to its answer or its own deadline, so its error is
-	// always the node's.)
-	Late bool
-}
-
-// Event describes one finished operation, for metrics and tracing.
-type Event struct {
-	Op       string        // "acquire", "extend" or "release"
-	Keys     []string      // the lock's keys (do not modify)
-	Err      error         // nil on success
-	Attempts int           // rounds made (0: refused before any round)
-	Elapsed  time.Duration // time of the whole call, on the Client's clock
-	Nodes    []NodeResult  // the last round, nil if there was none (do not modify)
-
-	// Lock is the handle the operation acted on; nil when an acquisition
-	// failed.
-	Lock *Lock
-
-	// Remaining is the validity left: after an acquisition or extension,
-	// when the call returned (0 if it failed); for a release, when Release
-	// was called (0 means the lock's validity had already run out: the
-	// holder kept it past its deadline).
-	Remaining time.Duration
-}
-
 func (o *options) validate(n int) error {
 	switch {
 	case o.nodeTimeout <= 0:
@@ -192,6 +174,8 @@ func (o *options) validate(n int) error {
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.clock == nil:
 		return invalid("nil clock")
+	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):
+		return invalid("watchdog lease %v renewed every %v: need a lease of at least 1ms and 0 < interval < its validity", o.lease, o.renewEvery)
 	}
 	if err := checkName(o.name); err != nil {
 		return err

@@ -42,11 +42,8 @@ package redlock
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/tls"
-	"encoding/base64"
 	"errors"
-	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
@@ -385,26 +382,16 @@ func (c *Client) callTimeout(ttl time.Duration) time.Duration {
 	return c.o.nodeTimeout
 }
 
-// newOwner returns a fresh owner value: the Client's instance id, a colon
-// and 128 random bits (base64url), so that every attempt's value is unique
-// and names the process that wrote it.
-func (c *Client) newOwner() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("redlock: owner value: %w", err)
-	}
-	v := make([]byte, len(c.prefix)+base64.RawURLEncoding.EncodedLen(len(b)))
-	copy(v, c.prefix)
-	base64.RawURLEncoding.Encode(v[len(c.prefix):], b[:])
-	return string(v), nil
-}
-
 func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
 	if ctx == nil {
 		return nil, invalid("nil context")
 	}
 	if err := c.checkKeys(keys); err != nil {
 		return nil, err
+	}
+	watchdog := ttl == Watchdog
+	if watchdog {
+		ttl = c.o.lease
 	}
 	if err := c.checkTTL(ttl); err != nil {
 		return nil, err
@@ -414,101 +401,45 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	defer c.exit()
 	begin := c.o.clock.Now()
-	l := &Lock{c: c, keys: append([]string(nil), keys...), ttl: ttl}
-	l.answered.L = &l.mu
+	keys = append([]string(nil), keys...)
 	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
-		l.state = stateFailed
-		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Err: ErrNotObtained, Cause: err}
-		c.done(ctx, "acquire", l, begin, 0, quorum.Outcome{}, qe, 0)
+		qe := &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Err: ErrNotObtained, Cause: err}
+		c.report(ctx, outcome{op: opAcquire, keys: keys, begin: begin, err: qe})
 		return nil, qe
 	}
 	drift := DriftBudget(ttl, c.o.driftFactor)
-	for attempt := 1; ; attempt++ {
-		t := &l.first
-		if attempt > 1 {
-			t = new(try)
-		}
-		out, start, err := c.attempt(ctx, l, t)
+	for n := 1; ; n++ {
+		a, out, err := c.try(ctx, keys, ttl)
 		if err != nil {
-			l.setState(stateFailed)
 			return nil, err
 		}
-		validity := ttl - c.o.clock.Now().Sub(start) - drift
+		validity := ttl - c.o.clock.Now().Sub(a.start) - drift
 		cause := out.Err
 		if cause == nil && c.closed.Load() {
 			cause = ErrClosed // Close has begun: hand out nothing, undo the round
 		}
 		if out.Reached && cause == nil && validity > c.o.minValidity {
-			l.mu.Lock()
-			l.judge(t, out.Votes, won)
-			l.won = t
-			l.state = stateHeld
-			l.acquired = start
-			l.deadline = start.Add(ttl - drift)
-			l.votes = out.Votes
-			left := l.remaining()
-			l.mu.Unlock()
-			c.done(ctx, "acquire", l, begin, attempt, out, nil, left)
+			l := c.newLock(keys, ttl, a, out, watchdog)
+			c.report(ctx, outcome{op: opAcquire, keys: keys, owner: a.owner, lock: l, begin: begin, attempts: n, round: out, left: l.Remaining()})
 			return l, nil
 		}
-		// A failed attempt is undone on every node that answered and may
-		// hold its owner value; nodes that have not answered yet are undone
-		// by late when they do.
 		if cause == nil {
 			cause = ctx.Err()
 		}
-		final := !retry || attempt == c.o.maxAttempts || cause != nil
-		l.mu.Lock()
-		holds := l.judge(t, out.Votes, lost)
-		if final {
-			l.state = stateFailed
-		}
-		l.mu.Unlock()
-		c.undo(ctx, l, t, holds)
-		if !final {
-			if cause = c.sleep(ctx, c.backoff(attempt)); cause == nil {
+		c.undo(ctx, keys, ttl, a)
+		if retry && n != c.o.maxAttempts && cause == nil {
+			if cause = c.sleep(ctx, c.backoff(n)); cause == nil {
 				continue
 			}
-			l.setState(stateFailed)
 		}
-		qe := &QuorumError{Op: "acquire", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: attempt,
+		qe := &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Got: out.Yes, Attempts: n,
 			Nodes: c.results(out), Err: ErrNotObtained, Cause: cause}
 		if out.Reached {
 			qe.Validity = validity
 		}
-		c.done(ctx, "acquire", l, begin, attempt, out, qe, 0)
+		c.report(ctx, outcome{op: opAcquire, keys: keys, owner: a.owner, begin: begin, attempts: n, round: out, err: qe})
 		return nil, qe
 	}
-}
-
-// attempt sends one acquisition of l under attempt t's fresh owner value
-// to every node and returns the round's outcome at its decision and the
-// time the round started.
-func (c *Client) attempt(ctx context.Context, l *Lock, t *try) (quorum.Outcome, time.Time, error) {
-	owner, err := c.newOwner()
-	if err != nil {
-		return quorum.Outcome{}, time.Time{}, err
-	}
-	t.owner, t.rel = owner, node.Release(l.keys, owner)
-	l.owner = owner // read by the logger; only this goroutine writes it
-	cmd := node.LockNew(l.keys, owner, l.ttl)
-	again := cmd // for nodes whose client may send it twice: says yes where our value is
-	if c.retries && len(l.keys) == 1 {
-		again = node.Lock(l.keys, owner, l.ttl)
-	}
-	late := func(i int, v quorum.Vote) { l.late(t, i, v) }
-	mark := c.rel.mark()
-	start := c.o.clock.Now()
-	out := c.round(ctx, "acquire", l, c.need, late, func(ctx context.Context, i int) (bool, error) {
-		if err := c.rel.wait(ctx, i, l.keys, mark); err != nil {
-			return false, errReleasePending // not sent: nothing to undo
-		}
-		if c.nodes[i].Retries() {
-			return c.nodes[i].Do(ctx, again)
-		}
-		return c.nodes[i].Do(ctx, cmd)
-	}).Wait(ctx)
-	return out, start, nil
 }
 
 // sleep waits d between attempts of Lock; it ends early with ctx's error,
@@ -525,12 +456,11 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	return err
 }
 
-// round sends op to every node under the per-node deadline and returns at
-// the decision. The calls share one deadline context, cancelled once the
-// last of them has returned.
-func (c *Client) round(ctx context.Context, name string, l *Lock, need int, late func(int, quorum.Vote),
-	op quorum.Call) *quorum.Round {
-	return c.roundWithin(ctx, name, c.callTimeout(l.ttl), need, late, op)
+// round sends call to every node under the per-node deadline for ttl and
+// returns at once; the calls share one deadline context, cancelled once
+// the last of them has returned.
+func (c *Client) round(ctx context.Context, o op, ttl time.Duration, need int, call quorum.Call) *quorum.Round {
+	return c.roundWithin(ctx, o, c.callTimeout(ttl), need, call)
 }
 
 // releaseTimeout bounds the calls of Release and of late clean-ups. They
@@ -553,17 +483,16 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // socket may still run on the node with its answer unknown, while one that
 // runs to its answer tells exactly what is there to undo. The caller's wait
 // (Round.Wait) still ends with ctx.
-func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Duration, need int, late func(int, quorum.Vote),
-	op quorum.Call) *quorum.Round {
+func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call) *quorum.Round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Late: late, Finally: cancel}
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel}
 	if len(c.o.nodeObs) > 0 {
-		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(name, i, v) }
+		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(o, i, v) }
 	}
 	// Acquisitions and extensions may leave out nodes that timed out
 	// recently, as long as the others can still make the quorum.
 	canSkip := false
-	if name == "acquire" || name == "extend" {
+	if o != opRelease {
 		healthy := 0
 		for i := range c.health {
 			if !c.health[i].suspect.Load() {
@@ -573,21 +502,8 @@ func (c *Client) roundWithin(ctx context.Context, name string, timeout time.Dura
 		canSkip = healthy >= need && healthy < len(c.nodes)
 	}
 	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
-		return c.call(ctx, i, canSkip, op)
+		return c.call(ctx, i, canSkip, call)
 	})
-}
-
-// observeNode reports one node call to the node observers; calls that sent
-// nothing are not reported.
-func (c *Client) observeNode(op string, i int, v quorum.Vote) {
-	if notSent(v.Err) {
-		return
-	}
-	e := NodeEvent{Op: op, NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
-		Late: !v.Done}
-	for _, fn := range c.o.nodeObs {
-		fn(e)
-	}
 }
 
 // nodeHealth tracks whether a node's calls time out. A node whose last
@@ -626,60 +542,6 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) 
 		h.suspect.Store(false)
 	}
 	return ok, err
-}
-
-// errNotSent marks a node call that was skipped because nothing of ours
-// can be there; it is not reported to node observers.
-var errNotSent = errors.New("redlock: not sent")
-
-// errReleasePending is the error of an acquisition call that was not sent
-// because this Client's own release of the key on that node was still in
-// flight at the node deadline (sending it would race the release).
-var errReleasePending = errors.New("redlock: not sent: this client's release of the key on this node was still in flight")
-
-// notSent reports the errors of node calls that sent nothing.
-func notSent(err error) bool {
-	return err == errNotSent || err == ErrNodeSkipped || err == errReleasePending
-}
-
-// mayHold reports whether node i, which answered v, may hold an attempt's
-// owner value: it said yes, or its call failed in a way that may have run
-// the command (node.MayHaveRun: a timeout, a connection lost after the
-// write). A plain no (the key was held by someone else), an error reply,
-// a refused connection and a call that was never sent leave nothing there.
-func (c *Client) mayHold(i int, v quorum.Vote) bool {
-	return v.OK || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
-}
-
-// undo releases attempt t on the nodes in the set holds and waits until
-// every call has returned or hit its deadline, so that the next attempt
-// does not find t's keys still in place. It runs even if ctx is done: a
-// failed attempt must not leave keys behind.
-func (c *Client) undo(ctx context.Context, l *Lock, t *try, holds uint64) {
-	if holds == 0 {
-		return
-	}
-	q := c.rel.next()
-	for i := range c.nodes {
-		if holds&(1<<i) != 0 {
-			c.rel.add(i, l.keys, q)
-		}
-	}
-	c.round(ctx, "release", l, len(c.nodes), nil, func(ctx context.Context, i int) (bool, error) {
-		if holds&(1<<i) == 0 {
-			return false, errNotSent
-		}
-		return c.release(ctx, i, l.keys, q, t.rel)
-	}).WaitAll()
-}
-
-// release sends rel to node i after c.rel.add(i, keys, q) and clears that
-// record when the call returns; later acquisitions of the same keys on
-// node i by this Client wait for it (see releases). Release calls are
-// never skipped, so every record is cleared.
-func (c *Client) release(ctx context.Context, i int, keys []string, q uint64, rel *node.Cmd) (bool, error) {
-	defer c.rel.done(i, keys, q)
-	return c.nodes[i].Do(ctx, rel)
 }
 
 // backoff returns the wait before attempt+1: exponential, capped, with

@@ -47,8 +47,9 @@ func (realClock) Sleep(ctx context.Context, d time.Duration) error {
 // requested duration instead of blocking. The zero value is not usable; call
 // NewFake.
 type Fake struct {
-	mu  sync.Mutex
-	now time.Time
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
 }
 
 // NewFake returns a fake clock that reads start until advanced.
@@ -62,10 +63,15 @@ func (f *Fake) Now() time.Time {
 }
 
 // Advance moves the fake time forward by d.
+// Timers that fall due run, each on its own goroutine.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	f.now = f.now.Add(d)
+	run := f.due()
 	f.mu.Unlock()
+	for _, fn := range run {
+		go fn()
+	}
 }
 
 // Sleep advances the clock by d and returns at once, or returns ctx's error
@@ -104,4 +110,78 @@ func (s *scaled) Now() time.Time {
 
 func (s *scaled) Sleep(ctx context.Context, d time.Duration) error {
 	return s.base.Sleep(ctx, time.Duration(float64(d)/s.rate))
+}
+
+// Timers is implemented by clocks that run timers on their own time: the
+// real, fake and scaled clocks.
+type Timers interface {
+	// AfterFunc calls f on its own goroutine once d has passed on this
+	// clock. stop cancels it and reports whether it did so before f ran.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// AfterFunc calls f once d has passed on c (on c's own timers where it has
+// them, else on the real clock) and returns a function that cancels it.
+func AfterFunc(c Clock, d time.Duration, f func()) (stop func() bool) {
+	if t, ok := c.(Timers); ok {
+		return t.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f).Stop
+}
+
+func (realClock) AfterFunc(d time.Duration, f func()) func() bool { return time.AfterFunc(d, f).Stop }
+
+func (s *scaled) AfterFunc(d time.Duration, f func()) func() bool {
+	return AfterFunc(s.base, time.Duration(float64(d)/s.rate), f)
+}
+
+// AfterFunc runs f (on its own goroutine) once Advance or Sleep has moved
+// the fake time d past now.
+func (f *Fake) AfterFunc(d time.Duration, fn func()) func() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := &fakeTimer{at: f.now.Add(d), f: fn}
+	if d <= 0 {
+		t.fired = true
+		go fn()
+		return t.stop(f)
+	}
+	f.timers = append(f.timers, t)
+	return t.stop(f)
+}
+
+type fakeTimer struct {
+	at    time.Time
+	f     func()
+	fired bool
+}
+
+func (t *fakeTimer) stop(f *Fake) func() bool {
+	return func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if t.fired {
+			return false
+		}
+		t.fired = true
+		return true
+	}
+}
+
+// due removes and returns the timers due at f.now. f.mu must be held.
+func (f *Fake) due() []func() {
+	var run []func()
+	kept := f.timers[:0]
+	for _, t := range f.timers {
+		switch {
+		case t.fired:
+		case !t.at.After(f.now):
+			t.fired = true
+			run = append(run, t.f)
+		default:
+			kept = append(kept, t)
+		}
+	}
+	f.timers = kept
+	return run
 }

@@ -1,8 +1,8 @@
 // Package quorum sends one call to N nodes in parallel and decides as soon as
 // the outcome is known: when enough nodes said yes, or when so many said no or
 // failed that a quorum can no longer be reached. It does not wait for slow
-// nodes; their answers still arrive, and are handed to a callback, after the
-// decision.
+// nodes; the round keeps their answers as they arrive after the decision
+// (Then, Answer), so its owner can act on each node's final answer.
 package quorum
 
 import (
@@ -61,13 +61,9 @@ type Config struct {
 	// Nil counts every vote.
 	Counts func(node int) bool
 
-	// Late, if set, receives each vote that arrives after the decision, on
-	// the goroutine that made the call.
-	Late func(node int, v Vote)
-
 	// Observe, if set, receives every vote, on time or late (v.Done
 	// false), on the goroutine that made the call, after the vote was
-	// counted and before Late.
+	// counted and before the Then callback.
 	Observe func(node int, v Vote)
 
 	// Track, if set, is incremented for each call and decremented when it
@@ -97,8 +93,14 @@ type Round struct {
 	start   time.Time
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	votes   []Vote
-	inline  [5]Vote // backing for votes up to 5 nodes (the usual deployments), saving an allocation
+	votes   []Vote // at the decision; frozen after it
+	answers []Vote // every answer as it arrives, late ones included
+	arrived []bool // answers[i] is set
+	then    func(node int, v Vote, later bool)
+	cond    sync.Cond // broadcast on every answer; L is &mu
+	inline  [5]Vote   // backing for votes up to 5 nodes (the usual deployments), saving an allocation
+	inlineA [5]Vote
+	inlineB [5]bool
 	yes     int
 	no      int
 	failed  int
@@ -117,10 +119,11 @@ func Start(ctx context.Context, cfg Config, call Call) *Round {
 		cfg.Now = time.Now
 	}
 	r := &Round{cfg: cfg, done: make(chan struct{}), ctx: ctx, fn: call}
+	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
-		r.votes = r.inline[:cfg.N]
+		r.votes, r.answers, r.arrived = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N]
 	} else {
-		r.votes = make([]Vote, cfg.N)
+		r.votes, r.answers, r.arrived = make([]Vote, cfg.N), make([]Vote, cfg.N), make([]bool, cfg.N)
 	}
 	for i := 0; i < cfg.N; i++ {
 		if r.counts(i) {
@@ -180,13 +183,48 @@ func (r *Round) record(i int, ok bool, err error) {
 		}
 		r.check()
 	}
+	r.answers[i], r.arrived[i] = v, true
+	then := r.then
+	r.cond.Broadcast()
 	r.mu.Unlock()
 	if r.cfg.Observe != nil {
 		r.cfg.Observe(i, v)
 	}
-	if late && r.cfg.Late != nil {
-		r.cfg.Late(i, v)
+	if then != nil {
+		then(i, v, true)
 	}
+}
+
+// Then calls fn once with every node's final answer: at once, on the
+// caller's goroutine and with later false, for the nodes that have
+// answered; for each other node when its call returns, on that call's
+// goroutine and with later true (possibly before Then has returned). It
+// must be called at most once per round.
+func (r *Round) Then(fn func(node int, v Vote, later bool)) {
+	r.mu.Lock()
+	r.then = fn
+	var now []int
+	for i, ok := range r.arrived {
+		if ok {
+			now = append(now, i)
+		}
+	}
+	answers := r.answers
+	r.mu.Unlock()
+	for _, i := range now {
+		fn(i, answers[i], false) // answers[i] does not change once arrived
+	}
+}
+
+// Answer blocks until node's call has returned (each call ends at its own
+// deadline) and returns its answer, on time or late.
+func (r *Round) Answer(node int) Vote {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for !r.arrived[node] {
+		r.cond.Wait()
+	}
+	return r.answers[node]
 }
 
 // check decides the round if the outcome is known. r.mu must be held (or r

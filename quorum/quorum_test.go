@@ -75,29 +75,45 @@ func TestDecision(t *testing.T) {
 	}
 }
 
-func TestLateVotesReachCallback(t *testing.T) {
+// The round keeps every answer, late ones included: Then hands each node's
+// final answer over once (at once for those in, later for the rest), and
+// Answer waits for one node's.
+func TestLateVotesReachThenAndAnswer(t *testing.T) {
 	var mu sync.Mutex
-	late := map[int]Vote{}
 	seen := map[int]Vote{}
-	cfg := Config{N: 3, Need: 2,
-		Late:    func(i int, v Vote) { mu.Lock(); late[i] = v; mu.Unlock() },
-		Observe: func(i int, v Vote) { mu.Lock(); seen[i] = v; mu.Unlock() }}
-	out, done, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true, block: true}})
-	if !out.Reached {
-		t.Fatal("not reached")
+	cfg := Config{N: 3, Need: 2, Observe: func(i int, v Vote) { mu.Lock(); seen[i] = v; mu.Unlock() }}
+	out, done, r := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true, block: true}})
+	if !out.Reached || !errors.Is(out.Votes[2].Err, ErrPending) {
+		t.Fatalf("outcome %+v", out)
 	}
+	type got struct {
+		v     Vote
+		later bool
+	}
+	then := map[int]got{}
+	r.Then(func(i int, v Vote, later bool) { mu.Lock(); then[i] = got{v, later}; mu.Unlock() })
+	mu.Lock()
+	if len(then) != 2 || then[0].later || then[1].later {
+		t.Fatalf("Then before node 2 answered: %+v", then)
+	}
+	mu.Unlock()
+	answered := make(chan Vote)
+	go func() { answered <- r.Answer(2) }()
 	done()
+	if v := <-answered; !v.OK || v.Done {
+		t.Fatalf("Answer(2) = %+v, want a late yes", v)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if v, ok := late[2]; !ok || !v.OK || v.Done {
-		t.Fatalf("late vote of node 2 = %+v, %v", v, ok)
-	}
-	if len(late) != 1 {
-		t.Fatalf("late = %v, want only node 2", late)
+	if g := then[2]; !g.later || !g.v.OK || len(then) != 3 {
+		t.Fatalf("Then: %+v", then)
 	}
 	// Observe sees every vote: the two on time as Done, the late one not.
 	if len(seen) != 3 || !seen[0].Done || !seen[1].Done || seen[2].Done || !seen[2].OK {
 		t.Fatalf("observed = %+v, want all three, node 2 late", seen)
+	}
+	if out.Votes[2].Err != ErrPending {
+		t.Fatal("the outcome's votes changed after the decision")
 	}
 }
 

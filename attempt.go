@@ -1,0 +1,148 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/quorum"
+)
+
+// maxNodes is how many nodes a Client takes: attempts track nodes in
+// 64-bit sets.
+const maxNodes = 64
+
+// attempt is one acquisition round. Every attempt has its own owner value,
+// so that its clean-up can never delete what a later attempt wrote; its
+// round keeps every node's answer, late ones included, so that each node's
+// clean-up (undo) or release (Lock.Release) goes out only after that node
+// answered the attempt's own command and cannot overtake it.
+type attempt struct {
+	owner string
+	rel   *node.Cmd
+	round *quorum.Round
+	start time.Time // when the round started: the validity counts from here
+}
+
+// try sends one acquisition of keys for ttl to every node under a fresh
+// owner value and returns the attempt with its round's outcome at the
+// decision.
+func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*attempt, quorum.Outcome, error) {
+	owner, err := c.newOwner()
+	if err != nil {
+		return nil, quorum.Outcome{}, err
+	}
+	a := &attempt{owner: owner, rel: node.Release(keys, owner)}
+	cmd := node.LockNew(keys, owner, ttl)
+	again := cmd // for nodes whose client may send it twice: says yes where our value is
+	if c.retries && len(keys) == 1 {
+		again = node.Lock(keys, owner, ttl)
+	}
+	mark := c.rel.mark()
+	a.start = c.o.clock.Now()
+	a.round = c.round(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
+			return false, errReleasePending // not sent: nothing to undo
+		}
+		if c.nodes[i].Retries() {
+			return c.nodes[i].Do(ctx, again)
+		}
+		return c.nodes[i].Do(ctx, cmd)
+	})
+	return a, a.round.Wait(ctx), nil
+}
+
+// undo releases failed attempt a on every node that may hold its owner
+// value: at once on the nodes that have answered, waiting for those calls
+// so that the next attempt does not find a's keys in place; on every other
+// node when its answer arrives, after it. Until then this Client's later
+// acquisitions of the keys wait for each node's clean-up there (see
+// releases), as they do for Release. It runs even if ctx is done: a failed
+// attempt must not leave keys behind.
+func (c *Client) undo(ctx context.Context, keys []string, ttl time.Duration, a *attempt) {
+	q := c.rel.next()
+	for i := range c.nodes {
+		c.rel.add(i, keys, q)
+	}
+	var now uint64 // answered nodes that may hold a's value; written before Then returns
+	a.round.Then(func(i int, v quorum.Vote, later bool) {
+		switch {
+		case !c.mayHold(i, v):
+			c.rel.done(i, keys, q)
+		case later:
+			c.releaseLate(keys, ttl, i, q, a.rel)
+		default:
+			now |= 1 << i
+		}
+	})
+	if now == 0 {
+		return
+	}
+	c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), len(c.nodes), func(ctx context.Context, i int) (bool, error) {
+		if now&(1<<i) == 0 {
+			return false, errNotSent // cleared or released by Then's callback
+		}
+		return c.release(ctx, i, keys, q, a.rel)
+	}).WaitAll()
+}
+
+// releaseLate releases an attempt on node i, whose answer came after its
+// round was decided, on the goroutine that got the answer; q is the
+// release's record (see releases).
+func (c *Client) releaseLate(keys []string, ttl time.Duration, i int, q uint64, rel *node.Cmd) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.releaseTimeout(ttl))
+	defer cancel()
+	start := c.o.clock.Now()
+	ok, err := c.release(ctx, i, keys, q, rel)
+	c.observeNode(opRelease, i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: c.o.clock.Now().Sub(start)})
+}
+
+// release sends rel to node i after c.rel.add(i, keys, q) and clears that
+// record when the call returns; later acquisitions of the same keys on
+// node i by this Client wait for it (see releases). Release calls are
+// never skipped, so every record is cleared.
+func (c *Client) release(ctx context.Context, i int, keys []string, q uint64, rel *node.Cmd) (bool, error) {
+	defer c.rel.done(i, keys, q)
+	return c.nodes[i].Do(ctx, rel)
+}
+
+// newOwner returns a fresh owner value: the Client's instance id, a colon
+// and 128 random bits (base64url), so that every attempt's value is unique
+// and names the process that wrote it.
+func (c *Client) newOwner() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("redlock: owner value: %w", err)
+	}
+	v := make([]byte, len(c.prefix)+base64.RawURLEncoding.EncodedLen(len(b)))
+	copy(v, c.prefix)
+	base64.RawURLEncoding.Encode(v[len(c.prefix):], b[:])
+	return string(v), nil
+}
+
+// errNotSent marks a node call that was skipped because nothing of ours
+// can be there; it is not reported to node observers.
+var errNotSent = errors.New("redlock: not sent")
+
+// errReleasePending is the error of an acquisition call that was not sent
+// because this Client's own release of the key on that node was still in
+// flight at the node deadline (sending it would race the release).
+var errReleasePending = errors.New("redlock: not sent: this client's release of the key on this node was still in flight")
+
+// notSent reports the errors of node calls that sent nothing.
+func notSent(err error) bool {
+	return err == errNotSent || err == ErrNodeSkipped || err == errReleasePending
+}
+
+// mayHold reports whether node i, which answered v, may hold an attempt's
+// owner value: it said yes, or its call failed in a way that may have run
+// the command (node.MayHaveRun: a timeout, a connection lost after the
+// write). A plain no (the key was held by someone else), an error reply,
+// a refused connection and a call that was never sent leave nothing there.
+func (c *Client) mayHold(i int, v quorum.Vote) bool {
+	return v.OK || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
+}

@@ -1,0 +1,164 @@
+package redlock
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/redlock-go/redlock/quorum"
+)
+
+// op names what a call or event did; Event.Op and NodeEvent.Op carry its
+// String.
+type op uint8
+
+const (
+	opAcquire op = iota // Lock, TryLock, LockKeys, TryLockKeys
+	opExtend            // Extend
+	opRenew             // a watchdog renewal
+	opRelease           // Release, and the clean-up of a failed attempt
+	opLost              // the lock ended without Release: see Lock.Done
+)
+
+func (o op) String() string {
+	switch o {
+	case opAcquire:
+		return "acquire"
+	case opExtend:
+		return "extend"
+	case opRenew:
+		return "renew"
+	case opRelease:
+		return "release"
+	}
+	return "lost"
+}
+
+// NodeEvent is the answer of one node call.
+type NodeEvent struct {
+	Op string // "acquire", "extend", "renew" or "release" (also the clean-up of a failed attempt)
+	NodeResult
+	// Late: the answer came after the round was decided; the caller did
+	// not wait for it. (A call is not cut short when the caller's ctx
+	// ends: it runs to its answer or its own deadline, so its error is
+	// always the node's.)
+	Late bool
+}
+
+// Event describes one finished operation, for metrics and tracing.
+type Event struct {
+	// Op is "acquire", "extend", "release", "renew" (a watchdog renewal;
+	// Err matches ErrMaxHold when renewal stopped at the max hold) or
+	// "lost" (the lock ended without Release; Err is the cause, matching
+	// ErrLockLost).
+	Op       string
+	Keys     []string      // the lock's keys (do not modify)
+	Err      error         // nil on success
+	Attempts int           // rounds made (0: refused before any round, or a "lost" event)
+	Elapsed  time.Duration // time of the whole call, on the Client's clock
+	Nodes    []NodeResult  // the last round, nil if there was none (do not modify)
+
+	// Lock is the handle the operation acted on; nil when an acquisition
+	// failed.
+	Lock *Lock
+
+	// Remaining is the validity left: after an acquisition or extension,
+	// when the call returned (0 if it failed); for a release, when Release
+	// was called (0 means the lock's validity had already run out: the
+	// holder kept it past its deadline).
+	Remaining time.Duration
+}
+
+// outcome is what report logs and hands to the observers.
+type outcome struct {
+	op       op
+	keys     []string
+	owner    string
+	lock     *Lock // nil when an acquisition failed
+	begin    time.Time
+	attempts int
+	round    quorum.Outcome
+	err      error
+	left     time.Duration
+}
+
+// report logs o and hands it to the observers, on the caller's goroutine.
+func (c *Client) report(ctx context.Context, o outcome) {
+	elapsed := c.o.clock.Now().Sub(o.begin)
+	if lg := c.o.logger; lg != nil {
+		level, msg := o.level()
+		if lg.Enabled(ctx, level) {
+			attrs := []slog.Attr{
+				slog.Any("keys", o.keys),
+				slog.String("client", c.id),
+				slog.String("owner", shortOwner(o.owner)),
+				slog.Duration("elapsed", elapsed),
+				slog.Int("votes", o.round.Yes),
+				slog.Int("need", c.need),
+				slog.Int("nodes", len(c.nodes)),
+			}
+			if o.attempts > 1 {
+				attrs = append(attrs, slog.Int("attempts", o.attempts))
+			}
+			if o.err != nil {
+				attrs = append(attrs, slog.String("error", o.err.Error()))
+			}
+			lg.LogAttrs(ctx, level, msg, attrs...)
+		}
+	}
+	if len(c.o.observers) == 0 {
+		return
+	}
+	e := Event{Op: o.op.String(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left}
+	if qe, ok := o.err.(*QuorumError); ok {
+		e.Nodes = qe.Nodes
+	} else if o.round.Votes != nil {
+		e.Nodes = c.results(o.round)
+	}
+	for _, fn := range c.o.observers {
+		fn(e)
+	}
+}
+
+func (o outcome) level() (slog.Level, string) {
+	switch {
+	case o.op == opLost:
+		return slog.LevelWarn, "redlock: lock lost"
+	case o.err != nil && o.op == opAcquire:
+		return slog.LevelWarn, "redlock: not obtained"
+	case o.err != nil && o.op == opRenew && isMaxHold(o.err):
+		return slog.LevelWarn, "redlock: max hold reached, renewal stopped"
+	case o.err != nil:
+		return slog.LevelWarn, "redlock: " + o.op.String() + " failed"
+	case o.op == opAcquire:
+		return slog.LevelDebug, "redlock: acquired"
+	case o.op == opRelease:
+		return slog.LevelDebug, "redlock: released"
+	case o.op == opRenew:
+		return slog.LevelDebug, "redlock: renewed"
+	}
+	return slog.LevelDebug, "redlock: extended"
+}
+
+// observeNode reports one node call to the node observers; calls that sent
+// nothing are not reported.
+func (c *Client) observeNode(o op, i int, v quorum.Vote) {
+	if notSent(v.Err) {
+		return
+	}
+	e := NodeEvent{Op: o.String(), NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
+		Late: !v.Done}
+	for _, fn := range c.o.nodeObs {
+		fn(e)
+	}
+}
+
+// shortOwner is the first 8 characters of an owner value's random part,
+// enough to tell attempts apart in logs ("" before any attempt).
+func shortOwner(v string) string {
+	_, a := SplitOwner(v)
+	if len(a) > 8 {
+		a = a[:8]
+	}
+	return a
+}
