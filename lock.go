@@ -118,7 +118,7 @@ func (l *Lock) Remaining() time.Duration {
 }
 
 func (l *Lock) remaining() time.Duration {
-	if l.ended != nil {
+	if l.ended != nil || l.c == nil { // ended, or a zero Lock not made by a Client
 		return 0
 	}
 	if d := l.deadline.Sub(l.c.o.clock.Now()); d > 0 {
@@ -191,7 +191,7 @@ func (l *Lock) Context() context.Context {
 // a *QuorumError with the per-node detail when a renewal or Extend found
 // it gone.
 func (l *Lock) Err() error {
-	if l == nil {
+	if l == nil || l.c == nil { // nil, or a zero Lock not made by a Client
 		return ErrNotHeld
 	}
 	l.mu.Lock()

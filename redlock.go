@@ -338,6 +338,34 @@ func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Durati
 	return c.acquire(ctx, keys, ttl, false)
 }
 
+// Run takes key in watchdog mode (blocking like Lock), calls fn with a ctx
+// that is cancelled when ctx is done or the lock is lost, and releases the
+// lock when fn returns. It returns fn's error joined (errors.Join) with the
+// loss, if the lock was lost before fn returned (matching ErrLockLost,
+// also context.Cause of fn's ctx), or with the release's error; or the
+// acquisition's error if fn never ran. fn must stop touching the protected
+// resource once its ctx is done.
+func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	if fn == nil {
+		return invalid("nil function")
+	}
+	l, err := c.Lock(ctx, key, Watchdog)
+	if err != nil {
+		return err
+	}
+	work, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	ferr := fn(work)
+	stop()
+	cancel(nil)
+	lost := l.Err()
+	rerr := l.Release(context.WithoutCancel(ctx))
+	if lost != nil {
+		return errors.Join(ferr, lost)
+	}
+	return errors.Join(ferr, rerr)
+}
+
 func (c *Client) checkKeys(keys []string) error {
 	if len(keys) == 0 {
 		return invalid("no keys")

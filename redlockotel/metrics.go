@@ -135,7 +135,7 @@ func New(opts ...Option) (*Metrics, error) {
 	for _, o := range outcomes {
 		m.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(KeyOutcome.String(o)))
 	}
-	for _, op := range []string{"extend", "release"} {
+	for _, op := range []string{"extend", "renew", "expire", "max_hold", "release"} {
 		m.lostOpts[op] = metric.WithAttributeSet(attribute.NewSet(KeyOp.String(op)))
 	}
 	var err, e error
@@ -230,21 +230,40 @@ func (m *Metrics) Observe(e redlock.Event) {
 		if e.Err == nil && e.Lock != nil {
 			m.track(e.Lock, true)
 		}
-	case "extend":
+	case "extend", "renew":
 		m.renewals.Add(ctx, 1, m.outcomes[outcome])
-		if outcome == "lost" {
-			m.lost.Add(ctx, 1, m.lostOpts["extend"])
-		}
-		if outcome == "lost" || outcome == "not_held" {
+		if outcome == "not_held" {
 			m.track(e.Lock, false)
 		}
+	case "lost":
+		m.lost.Add(ctx, 1, m.lostOpts[lostBy(e.Err)])
+		m.track(e.Lock, false)
 	case "release":
 		m.releases.Add(ctx, 1, m.outcomes[outcome])
-		if e.Attempts > 0 && e.Remaining <= 0 {
+		// A release after the deadline: the holder worked past its
+		// validity (unless the loss was already counted when it happened).
+		if e.Attempts > 0 && e.Remaining <= 0 && !errors.Is(e.Lock.Err(), redlock.ErrLockLost) {
 			m.lost.Add(ctx, 1, m.lostOpts["release"])
 		}
 		m.track(e.Lock, false)
 	}
+}
+
+// lostBy names how a lock was lost, for the redlock.op attribute of
+// redlock.locks.lost: "extend" or "renew" (the call found a quorum no
+// longer holds it), "max_hold" (the watchdog stopped at WithMaxHold),
+// "expire" (the validity ran out before a renewal succeeded).
+func lostBy(err error) string {
+	var qe *redlock.QuorumError
+	switch {
+	case errors.As(err, &qe) && qe.Op == "renew":
+		return "renew"
+	case qe != nil:
+		return "extend"
+	case errors.Is(err, redlock.ErrMaxHold):
+		return "max_hold"
+	}
+	return "expire"
 }
 
 // ObserveNode records one node call. It is the observer passed to

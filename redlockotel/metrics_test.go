@@ -102,7 +102,13 @@ func TestRecordsEvents(t *testing.T) {
 	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond,
 		Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "no", "pending", "pending"))})
 	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "timeout")})
-	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Err: qerr("extend", redlock.ErrLockLost, nil, 3, nodes("no", "no", "no", "yes", "yes"))})
+	lostErr := qerr("extend", redlock.ErrLockLost, nil, 3, nodes("no", "no", "no", "yes", "yes"))
+	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Err: lostErr})
+	m.Observe(redlock.Event{Op: "lost", Lock: lk, Err: lostErr}) // the Lock ends: counted once
+	// A watchdog: a renewal, the stop at the max hold, the end at the deadline.
+	m.Observe(redlock.Event{Op: "renew", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
+	m.Observe(redlock.Event{Op: "renew", Lock: lk, Err: fmt.Errorf("%w: renew by 30s would pass the max hold", redlock.ErrMaxHold)})
+	m.Observe(redlock.Event{Op: "lost", Lock: lk, Err: fmt.Errorf("%w: ran out at the max hold: %w", redlock.ErrLockLost, redlock.ErrMaxHold)})
 	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: 0, Nodes: nodes("yes", "yes", "yes", "no", "no")})
 	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
 	m.Observe(redlock.Event{Op: "release", Attempts: 0, Lock: lk, Err: fmt.Errorf("%w: twice", redlock.ErrNotHeld)})
@@ -125,7 +131,9 @@ func TestRecordsEvents(t *testing.T) {
 		"redlock.acquire.duration{redlock.outcome=held}":                                  1,
 		"redlock.acquire.attempts{redlock.outcome=acquired}:sum":                          1,
 		"redlock.acquire.attempts{redlock.outcome=deadline}:sum":                          7,
-		"redlock.renewals{redlock.outcome=extended}":                                      1,
+		"redlock.renewals{redlock.outcome=extended}":                                      2,
+		"redlock.renewals{redlock.outcome=max_hold}":                                      1,
+		"redlock.locks.lost{redlock.op=max_hold}":                                         1,
 		"redlock.renewals{redlock.outcome=lost}":                                          1,
 		"redlock.releases{redlock.outcome=released}":                                      2,
 		"redlock.releases{redlock.outcome=not_held}":                                      1,

@@ -9,7 +9,7 @@ import (
 
 // outcomes lists every value Outcome returns.
 var outcomes = []string{"acquired", "held", "unavailable", "validity_expired", "canceled", "deadline",
-	"extended", "not_extended", "lost", "not_held", "released", "ok", "error"}
+	"extended", "not_extended", "max_hold", "lost", "not_held", "released", "ok", "error"}
 
 // Outcome classifies an event as the redlock.outcome attribute does (see
 // the package documentation). Unknown errors give "error".
@@ -18,7 +18,7 @@ func Outcome(e redlock.Event) string {
 		switch e.Op {
 		case "acquire":
 			return "acquired"
-		case "extend":
+		case "extend", "renew":
 			return "extended"
 		case "release":
 			return "released"
@@ -42,8 +42,12 @@ func Outcome(e redlock.Event) string {
 			return "held"
 		}
 		return "unavailable"
-	case "extend":
+	case "lost":
+		return "lost"
+	case "extend", "renew":
 		switch {
+		case errors.Is(e.Err, redlock.ErrMaxHold):
+			return "max_hold"
 		case errors.Is(e.Err, redlock.ErrLockLost):
 			return "lost"
 		case errors.Is(e.Err, redlock.ErrNotHeld):
