@@ -133,3 +133,56 @@ func ExampleWithNodeObserver() {
 	}
 	defer c.Close()
 }
+
+// Run holds a lock while the work runs, however long it takes: it is taken
+// in watchdog mode (renewed in the background), the work's ctx is
+// cancelled if the lock is lost, and the lock is released when the work
+// returns.
+func ExampleClient_Run() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"},
+		redlock.WithWatchdog(30*time.Second, 10*time.Second), // the defaults
+		redlock.WithMaxHold(time.Hour))                       // a hung job loses the lock after an hour
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	err = c.Run(context.Background(), "settlement:2026-12-02", func(ctx context.Context) error {
+		// Work, checking ctx: it is done when the lock is lost.
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if errors.Is(err, redlock.ErrLockLost) {
+		log.Print("lost the lock while settling: the work was cut short")
+	}
+}
+
+// A lock taken with the Watchdog TTL is renewed until Release; Done and
+// Context say at once when it is lost.
+func ExampleLock_Done() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Lock(context.Background(), "order:42", redlock.Watchdog)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(context.Background())
+	select {
+	case <-l.Done():
+		log.Printf("lost: %v", l.Err()) // errors.Is(l.Err(), redlock.ErrLockLost)
+	case <-time.After(time.Minute): // the work
+	}
+}
+
+// An owner value found on a node (redlock inspect) names the Client that
+// wrote it, and so the process whose logs carry that id.
+func ExampleSplitOwner() {
+	client, attempt := redlock.SplitOwner("pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:3q2-7wE9TcS0Xb1mM5yKJA")
+	fmt.Println(client)
+	fmt.Println(attempt)
+	// Output:
+	// pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f
+	// 3q2-7wE9TcS0Xb1mM5yKJA
+}

@@ -31,6 +31,10 @@
 // slow it down; a node whose last call timed out gets one call at a time
 // until it answers in time again, while the others can make the quorum.
 //
+// A lock taken with the Watchdog TTL is renewed in the background until
+// Release; every Lock's Done, Context and Err say at once when it is lost,
+// and Client.Run holds a lock while a function runs.
+//
 // Each attempt stores its own random owner value. A failed attempt is
 // released on every node that may hold it (it said yes, or its call failed
 // with an unknown outcome), each node only after it answered that attempt's
