@@ -245,8 +245,17 @@ func (l *Lock) onExpiry() {
 // (Event "lost"). It reports whether this call ended the Lock.
 func (l *Lock) end(cause error) bool {
 	l.mu.Lock()
+	ended := l.endLocked(cause)
+	l.mu.Unlock()
+	if ended && cause != ErrReleased {
+		l.c.report(context.Background(), outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause})
+	}
+	return ended
+}
+
+// endLocked is end without the report. l.mu must be held.
+func (l *Lock) endLocked(cause error) bool {
 	if l.ended != nil {
-		l.mu.Unlock()
 		return false
 	}
 	l.ended = cause
@@ -262,10 +271,6 @@ func (l *Lock) end(cause error) bool {
 		}
 	}
 	l.expiry, l.renewal = nil, nil
-	l.mu.Unlock()
-	if cause != ErrReleased {
-		l.c.report(context.Background(), outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause})
-	}
 	return true
 }
 
@@ -404,13 +409,13 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	left, ttl, renewing, again := l.remaining(), l.ttl, l.renewing, l.released
 	l.released = true
+	l.endLocked(ErrReleased) // no renewal starts after this; a lost Lock stays lost, and what is left of it is deleted all the same
 	l.mu.Unlock()
 	if again {
 		err := fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
 		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err})
 		return err
 	}
-	l.end(ErrReleased) // a lost Lock stays lost; what is left of it is deleted all the same
 	if renewing != nil {
 		<-renewing // bounded by the node timeout
 	}
