@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlockotel/metrictest"
@@ -46,10 +49,16 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
+	// The Client's clock can be moved on (locks then run out of validity
+	// at once); the nodes' keys expire on their own clock.
+	clk := &offsetClock{Clock: clock.Real()}
+	ev := &nodeEvents{}
 	c, err := redlock.NewFromURLs(harness.URLs(nodes),
-		// A 200ms node timeout: healthy nodes must not time out even on a
+		// A 1s node timeout, and TTLs of at least 5s (the node timeout is
+		// capped at TTL/10): healthy nodes must not time out even on a
 		// loaded machine (the test checks they report no errors).
-		append(m.Options(), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithRetryBackoff(5*time.Millisecond, 20*time.Millisecond))...)
+		append(m.Options(), redlock.WithNodeTimeout(time.Second), redlock.WithRetryBackoff(5*time.Millisecond, 20*time.Millisecond),
+			redlock.WithClock(clk), redlock.WithNodeObserver(ev.observe))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,17 +67,30 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 
 	// Held, then contended: a second TryLock finds it held, a blocking
 	// Lock gives up at its ctx deadline after several attempts.
-	a, err := c.TryLock(ctx, "a", 10*time.Second)
+	a, err := c.TryLock(ctx, "a", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.TryLock(ctx, "a", 10*time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+	if _, err := c.TryLock(ctx, "a", time.Minute); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("second TryLock: %v", err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
-	_, err = c.Lock(wctx, "a", 10*time.Second)
-	cancel()
-	if !errors.Is(err, context.DeadlineExceeded) {
+	// Every node has answered both (the second TryLock returned once the
+	// quorum was out of reach): the refusals counted from here on are the
+	// blocking Lock's. Its ctx runs out once more nodes have refused it
+	// than two attempts can bring: it made at least three, however long
+	// each took.
+	ev.waitFor(t, "every node's answers to the TryLocks", func(n map[string]int) bool { return n["acquire"] == 10 })
+	wctx := newExpiring()
+	refusals := ev.count("refused")
+	ev.onRefusal(func(n int) {
+		if n > refusals+2*len(nodes) {
+			wctx.expire()
+		}
+	})
+	_, err = c.Lock(wctx, "a", time.Minute)
+	ev.onRefusal(nil)
+	var qe *redlock.QuorumError
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &qe) || qe.Attempts < 3 {
 		t.Fatalf("Lock on a held key: %v", err)
 	}
 	got := metrictest.Collect(t, reader)
@@ -77,28 +99,41 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	}
 
 	// Extend, and lose locks two ways: extend after expiry, release after
-	// expiry.
-	if err := a.Extend(ctx, 10*time.Second); err != nil {
+	// expiry. The Client's clock moves past the 5s locks' validity (not
+	// the minute of a's), and d's keys go as if they had expired on the
+	// nodes: every node refuses the release.
+	if err := a.Extend(ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.TryLock(ctx, "b", time.Second)
+	b, err := c.TryLock(ctx, "b", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := c.TryLock(ctx, "d", time.Second)
+	d, err := c.TryLock(ctx, "d", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1050 * time.Millisecond)
-	if err := b.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrLockLost) {
+	clk.off.Store(int64(6 * time.Second))
+	if err := b.Extend(ctx, 5*time.Second); !errors.Is(err, redlock.ErrLockLost) {
 		t.Fatalf("extend after expiry: %v", err)
 	}
-	_ = d.Release(ctx) // after its deadline: counted as lost
+	// d's keys are in place (every acquisition so far has been answered:
+	// two TryLocks, the Lock's attempts, b and d, five nodes each).
+	ev.waitFor(t, "every node's answer to d's acquisition", func(n map[string]int) bool { return n["acquire"] >= 5*(4+qe.Attempts) })
+	for _, n := range nodes {
+		rc := n.Client()
+		rc.Del(ctx, "d")
+		rc.Close()
+	}
+	if err := d.Release(ctx); !errors.Is(err, redlock.ErrNotHeld) { // after its deadline: counted as lost
+		t.Fatalf("release after expiry: %v", err)
+	}
 
 	// One node frozen: acquisitions still succeed at quorum; the frozen
-	// node's calls time out afterwards (SET at the 200ms node timeout, the
-	// release after it at the 2s release timeout) and are counted then.
+	// node's calls time out afterwards (SET at the 1s node timeout, the
+	// release after it at the 2.5s release timeout) and are counted then.
 	// One node killed: connection errors.
+	frozen, killed := nodes[4].Addr, nodes[3].Addr
 	nodes[4].Freeze()
 	e, err := c.TryLock(ctx, "e", 10*time.Second)
 	if err != nil {
@@ -107,7 +142,11 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	if err := e.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2400 * time.Millisecond)
+	// Thawed once an acquisition (e's) and a release (e's, or one still
+	// in flight when the node froze) have timed out there.
+	ev.waitFor(t, "the frozen node's calls to time out", func(n map[string]int) bool {
+		return n["acquire timeout "+frozen] >= 1 && n["release timeout "+frozen] >= 1
+	})
 	nodes[4].Thaw()
 	nodes[3].Kill()
 	f, err := c.TryLock(ctx, "f", 10*time.Second)
@@ -123,12 +162,14 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	c.Close() // waits for the calls still in flight
 
 	got = metrictest.Collect(t, reader)
-	frozen, killed := nodes[4].Addr, nodes[3].Addr
+	if n := got["redlock.acquire.attempts{redlock.outcome=deadline}:sum"]; n != float64(qe.Attempts) {
+		t.Errorf("attempts of the Lock that ran out: %v recorded, %d made", n, qe.Attempts)
+	}
 	atLeast := map[string]float64{
 		"redlock.acquire.duration{redlock.outcome=acquired}":     5, // a b d e f
 		"redlock.acquire.duration{redlock.outcome=held}":         1,
 		"redlock.acquire.duration{redlock.outcome=deadline}":     1,
-		"redlock.acquire.attempts{redlock.outcome=deadline}:sum": 3, // ~150ms of 5-20ms backoff
+		"redlock.acquire.attempts{redlock.outcome=deadline}:sum": 3, // its ctx ran out after the third
 		"redlock.renewals{redlock.outcome=lost}":                 1,
 		"redlock.releases{redlock.outcome=released}":             3, // e f a
 		"redlock.releases{redlock.outcome=not_held}":             1, // d, after its deadline
@@ -196,5 +237,99 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("scrape:\n%s", body)
+	}
+}
+
+// offsetClock is the real clock moved on by off.
+type offsetClock struct {
+	clock.Clock
+	off atomic.Int64
+}
+
+func (c *offsetClock) Now() time.Time { return c.Clock.Now().Add(time.Duration(c.off.Load())) }
+
+// expiring is a ctx that runs out with context.DeadlineExceeded when expire
+// is called: a deadline set by an event rather than by the clock.
+type expiring struct {
+	context.Context
+	done chan struct{}
+	once sync.Once
+}
+
+func newExpiring() *expiring {
+	return &expiring{Context: context.Background(), done: make(chan struct{})}
+}
+
+func (e *expiring) Done() <-chan struct{} { return e.done }
+
+func (e *expiring) Err() error {
+	select {
+	case <-e.done:
+		return context.DeadlineExceeded
+	default:
+		return nil
+	}
+}
+
+func (e *expiring) expire() { e.once.Do(func() { close(e.done) }) }
+
+// nodeEvents counts a Client's node calls: by op, "refused" (answered no),
+// and op+" timeout "+addr.
+type nodeEvents struct {
+	mu      sync.Mutex
+	n       map[string]int
+	refusal func(int)
+}
+
+func (ev *nodeEvents) observe(e redlock.NodeEvent) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if ev.n == nil {
+		ev.n = map[string]int{}
+	}
+	ev.n[e.Op]++
+	if e.Timeout() {
+		ev.n[e.Op+" timeout "+e.Addr]++
+	}
+	if e.Op == "acquire" && e.Err == nil && !e.Vote {
+		ev.n["refused"]++
+		if ev.refusal != nil {
+			ev.refusal(ev.n["refused"])
+		}
+	}
+}
+
+func (ev *nodeEvents) count(k string) int {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	return ev.n[k]
+}
+
+// onRefusal calls f with the refusals so far after each one (nil: stop).
+func (ev *nodeEvents) onRefusal(f func(int)) {
+	ev.mu.Lock()
+	ev.refusal = f
+	ev.mu.Unlock()
+}
+
+// waitFor polls until cond holds on the counts; the 30s deadline is far
+// beyond what the awaited calls take and only reached if something is
+// wrong.
+func (ev *nodeEvents) waitFor(t *testing.T, what string, cond func(map[string]int) bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ev.mu.Lock()
+		ok := cond(ev.n)
+		ev.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			ev.mu.Lock()
+			defer ev.mu.Unlock()
+			t.Fatalf("waited 30s for %s; node calls so far: %v", what, ev.n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
