@@ -1,0 +1,250 @@
+// Package handoff lets the waiters of a lock wait for its release instead
+// of polling for it.
+//
+// A node's release script announces each key it deleted with a PUBLISH on
+// Channel(key). A Hub (one per lock Client) keeps one pub/sub connection
+// per node, subscribed to the channels of the keys its local waiters wait
+// for, and a first-in first-out queue of local waiters per key: only the
+// head of a key's queue contends on the nodes; it waits between its tries
+// until a release notification arrives (from any node, or from this
+// process through Released) or its backoff elapses, whichever comes first.
+// When the head leaves (it acquired the lock or gave up), the next waiter
+// becomes head and tries at once.
+//
+// Notifications only shorten waits: every wait also ends after the duration
+// the caller gives (its backoff), so a lost notification (a node down,
+// restarted or partitioned, a subscription not yet in place, a cluster
+// node) costs at most that wait, never a waiter stuck forever.
+//
+// A waiter's loop, with a non-head first waiting to become head:
+//
+//	t := hub.Enter(key)
+//	defer t.Leave()
+//	for d := time.Duration(0); ; d = backoff() {
+//		if _, err := t.Wait(ctx, d); err != nil {
+//			return err
+//		}
+//		if tryLock() {
+//			return nil
+//		}
+//	}
+package handoff
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Prefix begins the channel of every key: see Channel.
+const Prefix = "redlock:released:"
+
+// Channel returns the pub/sub channel on which a node announces that it
+// released key: Prefix followed by the key. The release script must
+// PUBLISH there after deleting the key; a Hub subscribes to it while a
+// local waiter waits for the key. With Redis ACLs, the users of both need
+// the channel permission &redlock:released:* (and +publish, +subscribe,
+// +unsubscribe, +ping).
+func Channel(key string) string { return Prefix + key }
+
+// Defaults of Config.
+const (
+	DefaultSubscribeTimeout = time.Second
+	DefaultHealthCheck      = 5 * time.Second
+)
+
+// Config tunes a Hub. The zero value uses the defaults.
+type Config struct {
+	// SubscribeTimeout bounds each SUBSCRIBE and UNSUBSCRIBE call sent to
+	// a node (default 1 s). They run in the background, never in Enter,
+	// Wait or Leave; a failed one means that node's notifications for the
+	// key are missing, and its waiters wait out their timer.
+	SubscribeTimeout time.Duration
+	// HealthCheck is how long a node's pub/sub connection may stay silent
+	// before it is sent a PING (default 5 s); if nothing at all arrives
+	// for another HealthCheck, the connection counts as stalled (a frozen
+	// node, a partition that drops packets) and is replaced by a new one.
+	HealthCheck time.Duration
+}
+
+// ErrClosed is the error of Wait once the Hub is closed.
+var ErrClosed = errors.New("redlock: handoff: hub closed")
+
+// ErrLeft is the error of Wait on a Turn that has left its queue.
+var ErrLeft = errors.New("redlock: handoff: turn already left")
+
+// Hub is the waiting side of the locks of one Client: per-key local queues
+// of waiters and at most one pub/sub connection per node. Its methods are
+// safe for concurrent use.
+type Hub struct {
+	cfg  Config
+	ctx  context.Context // cancelled by Close: ends waits, dials and the goroutines
+	stop context.CancelFunc
+	subs []*sub // nodes with a plain (non-cluster) client
+	wg   sync.WaitGroup
+	st   counters
+
+	mu      sync.Mutex
+	keys    map[string]*queue // keys with at least one local waiter
+	started bool              // the nodes' goroutines run
+	closed  bool
+}
+
+// New returns a Hub over the nodes' clients, one per independent master,
+// as given to the lock Client. Nothing is sent before the first Enter;
+// then each *redis.Client (standalone or sentinel failover) gets one
+// pub/sub connection, kept until Close. Other clients get none and their
+// waiters rely on the timer alone: a *redis.ClusterClient would need a
+// sharded subscription (SSUBSCRIBE) per hash slot, on the node that owns
+// it, followed through resharding, which this package does not do; a Ring
+// or an unknown type has no single node to subscribe on. With no clients
+// at all, the Hub still hands off between local waiters (Released, Leave).
+//
+// The clients stay the caller's: Close does not close them, and they must
+// stay open until Close has returned. New returns an error for a nil
+// client or a negative duration in cfg.
+func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
+	if cfg.SubscribeTimeout < 0 || cfg.HealthCheck < 0 {
+		return nil, fmt.Errorf("redlock: handoff: negative duration in %+v", cfg)
+	}
+	if cfg.SubscribeTimeout == 0 {
+		cfg.SubscribeTimeout = DefaultSubscribeTimeout
+	}
+	if cfg.HealthCheck == 0 {
+		cfg.HealthCheck = DefaultHealthCheck
+	}
+	h := &Hub{cfg: cfg, keys: make(map[string]*queue)}
+	for i, cl := range clients {
+		c, plain := cl.(*redis.Client)
+		if cl == nil || (plain && c == nil) {
+			return nil, fmt.Errorf("redlock: handoff: node %d: nil client", i)
+		}
+		if plain {
+			h.subs = append(h.subs, &sub{client: c, dirty: make(chan struct{}, 1)})
+		}
+	}
+	h.ctx, h.stop = context.WithCancel(context.Background())
+	return h, nil
+}
+
+// Enter puts a waiter for key at the tail of the key's local queue and
+// returns its Turn. The first waiter of a key makes the Hub subscribe to
+// the key's channel on every node, in the background (the nodes'
+// connections are opened on the first Enter of the Hub). Enter never
+// blocks on the network. After Close, the Turn's Wait returns ErrClosed.
+// The caller must call Leave when done.
+func (h *Hub) Enter(key string) *Turn {
+	t := &Turn{h: h, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return t
+	}
+	q := h.keys[key]
+	if q == nil {
+		q = &queue{key: key}
+		h.keys[key] = q
+		h.want(key, true)
+	}
+	t.q = q
+	q.push(t)
+	return t
+}
+
+// Released tells the Hub that this process has just released key: the
+// head of the key's local queue, if any, is woken at once (or, while it is
+// not waiting, its next Wait returns at once). Use it in every release by
+// this process; the nodes' notifications of the same release arrive later,
+// after a round trip.
+func (h *Hub) Released(key string) { h.ReleasedOwner(key, "") }
+
+// ReleasedOwner is Released for a lock stored under the owner value
+// owner, when the release script publishes that value as the payload:
+// the nodes' notifications of this same release then do not wake the
+// key's head again (see Stats.Duplicates). An empty owner is Released.
+func (h *Hub) ReleasedOwner(key, owner string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if q := h.keys[key]; q != nil && !h.closed {
+		h.wake(q, wokenLocal, owner)
+	}
+}
+
+// Close stops the Hub: every Wait returns ErrClosed, the nodes' pub/sub
+// connections are closed and Close returns once the Hub's goroutines have
+// ended (a dial in progress ends with it; only a node that accepted the
+// connection but does not answer can hold it, at most the client's
+// ReadTimeout or twice the HealthCheck). Safe to call more than once.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	h.stop()
+	var open []*redis.PubSub
+	for _, s := range h.subs {
+		if s.ps != nil {
+			open = append(open, s.ps)
+		}
+	}
+	h.mu.Unlock()
+	for _, ps := range open {
+		_ = ps.Close()
+	}
+	h.wg.Wait()
+}
+
+// want records, for every node, that key's channel is to be subscribed
+// (on) or unsubscribed, and starts the nodes' goroutines on first use.
+// h.mu is held.
+func (h *Hub) want(key string, on bool) {
+	if h.closed || len(h.subs) == 0 {
+		return
+	}
+	if !h.started {
+		h.started = true
+		for _, s := range h.subs {
+			s.ps = s.client.Subscribe(h.ctx) // no channels: nothing is sent yet
+			s.changes = make(map[string]bool)
+			h.wg.Add(2)
+			go s.read(h)
+			go s.sync(h)
+		}
+	}
+	for _, s := range h.subs {
+		s.changes[key] = on
+		signal(s.dirty)
+	}
+}
+
+// wake delivers a wake-up of reason r to q's head: recorded as pending
+// (consumed by the head's Wait, at once if it is waiting). A non-empty
+// payload equal to the last one the key was woken with is a duplicate (the
+// same release, seen on another node) and is dropped. h.mu is held.
+func (h *Hub) wake(q *queue, r reason, payload string) {
+	if payload != "" {
+		if payload == q.last {
+			h.st.duplicates.Add(1)
+			return
+		}
+		q.last = payload
+	}
+	if q.pending == none {
+		q.pending = r
+	}
+	signal(q.head.wake)
+}
+
+// signal makes a non-blocking send on a channel of capacity 1.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,169 @@
+package handoff
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// reason says what woke a key's head.
+type reason uint8
+
+const (
+	none        reason = iota
+	wokenNotify        // a node's release notification
+	wokenLocal         // Released by this process
+	wokenLeave         // the previous head left: this one is now head
+)
+
+// queue is the local FIFO of the waiters for one key. Guarded by Hub.mu.
+type queue struct {
+	key        string
+	head, tail *Turn
+	pending    reason // a wake-up not yet consumed by the head's Wait
+	last       string // payload of the last wake-up, to drop duplicates
+}
+
+func (q *queue) push(t *Turn) {
+	t.prev = q.tail
+	if q.tail != nil {
+		q.tail.next = t
+	} else {
+		q.head = t
+	}
+	q.tail = t
+}
+
+func (q *queue) remove(t *Turn) {
+	if t.prev != nil {
+		t.prev.next = t.next
+	} else {
+		q.head = t.next
+	}
+	if t.next != nil {
+		t.next.prev = t.prev
+	} else {
+		q.tail = t.prev
+	}
+	t.prev, t.next = nil, nil
+}
+
+// Turn is one waiter's place in its key's local queue, from Hub.Enter to
+// Leave. Wait must not be called by two goroutines at once; Leave may be
+// called from any goroutine, also while Wait runs.
+type Turn struct {
+	h          *Hub
+	q          *queue // nil if entered after Close
+	prev, next *Turn  // in q; guarded by Hub.mu
+	left       bool   // guarded by Hub.mu
+	waiting    bool   // head, blocked in Wait for a wake-up; guarded by Hub.mu
+	wake       chan struct{}
+}
+
+// Wait blocks while the Turn is not the head of its key's local queue
+// (with no limit but ctx). Once head, it returns at once if a wake-up is
+// pending (a notification or Released that came while the head was not
+// waiting, or its promotion to head), and otherwise blocks until a release
+// notification for the key arrives, Released is called for it, d has
+// elapsed since it became head in this call, or ctx is done. With d <= 0
+// it does not wait for a notification: it returns once head (consuming a
+// pending wake-up if there is one).
+//
+// woken is true when a wake-up (a node's notification, Released, or the
+// promotion to head after the previous head left) ended the wait, false
+// when d did. The error is ctx's, ErrClosed after Close, or ErrLeft after
+// Leave; the Turn stays in the queue on ctx's error (call Leave). A
+// wake-up that came as ctx ended stays pending for the next Wait or head.
+func (t *Turn) Wait(ctx context.Context, d time.Duration) (woken bool, err error) {
+	if ctx == nil {
+		return false, errors.New("redlock: handoff: nil context")
+	}
+	h := t.h
+	var timer *time.Timer
+	var expired <-chan time.Time
+	fired := false
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	h.mu.Lock()
+	for {
+		if err := t.stopped(ctx); err != nil {
+			h.mu.Unlock()
+			return false, err
+		}
+		if t.q.head == t {
+			if r := t.q.pending; r != none {
+				t.q.pending = none
+				h.mu.Unlock()
+				h.st.woken(r)
+				return true, nil
+			}
+			if d <= 0 || fired {
+				h.mu.Unlock()
+				if fired {
+					h.st.timer.Add(1)
+				}
+				return false, nil
+			}
+			if timer == nil {
+				timer = time.NewTimer(d)
+				expired = timer.C
+			}
+		}
+		t.waiting = t.q.head == t
+		h.mu.Unlock()
+		select {
+		case <-t.wake:
+		case <-expired:
+			fired = true
+		case <-ctx.Done():
+		case <-h.ctx.Done():
+		}
+		h.mu.Lock()
+		t.waiting = false
+	}
+}
+
+// stopped returns why Wait must return now, if it must. h.mu is held.
+func (t *Turn) stopped(ctx context.Context) error {
+	switch {
+	case t.h.closed || t.q == nil:
+		return ErrClosed
+	case t.left:
+		return ErrLeft
+	}
+	return ctx.Err()
+}
+
+// Leave takes the Turn out of its queue: the caller acquired the lock or
+// gave up. If it was the head, the next waiter becomes head and is woken
+// to try at once; if it was the last, the key's channel is unsubscribed on
+// the nodes (in the background). A Wait in progress on the Turn returns
+// ErrLeft. Leave is idempotent and never blocks on the network.
+func (t *Turn) Leave() {
+	h := t.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t.left || t.q == nil {
+		t.left = true
+		return
+	}
+	t.left = true
+	q := t.q
+	wasHead := q.head == t
+	q.remove(t)
+	signal(t.wake)
+	if q.head == nil {
+		delete(h.keys, q.key)
+		h.want(q.key, false)
+		return
+	}
+	if wasHead {
+		if q.pending == none {
+			q.pending = wokenLeave
+		}
+		signal(q.head.wake)
+	}
+}
