@@ -26,7 +26,7 @@ unit:
 
 integration:
 	@scripts/ensure-redis.sh
-	cd integration && $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/
+	cd integration && $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/
 
 cli:
 	@scripts/ensure-redis.sh
