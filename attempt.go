@@ -36,7 +36,7 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	if err != nil {
 		return nil, quorum.Outcome{}, err
 	}
-	a := &attempt{owner: owner, rel: node.Release(keys, owner)}
+	a := &attempt{owner: owner, rel: node.Release(keys, owner, false)}
 	cmd := node.LockNew(keys, owner, ttl)
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
 	if c.retries && len(keys) == 1 {

@@ -28,6 +28,7 @@ type Lock struct {
 	won      *attempt  // the winning attempt; Release waits for its answers
 	acquired time.Time // start of the winning attempt
 	watchdog bool      // renewed in the background (see Watchdog)
+	passes   int       // times the hold was passed on inside this Client in a row (passOn)
 
 	mu       sync.Mutex
 	ttl      time.Duration
@@ -409,7 +410,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	left, ttl, renewing, again := l.remaining(), l.ttl, l.renewing, l.released
 	l.released = true
-	l.endLocked(ErrReleased) // no renewal starts after this; a lost Lock stays lost, and what is left of it is deleted all the same
+	held := l.endLocked(ErrReleased) // no renewal starts after this; a lost Lock stays lost, and what is left of it is deleted all the same
 	l.mu.Unlock()
 	if again {
 		err := fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
@@ -419,15 +420,23 @@ func (l *Lock) Release(ctx context.Context) error {
 	if renewing != nil {
 		<-renewing // bounded by the node timeout
 	}
+	if held && left > 0 && l.passOn() {
+		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left, passed: true})
+		return nil
+	}
 	q := c.rel.next()
 	for i := range c.nodes { // before Release can return: see releases
 		c.rel.add(i, l.keys, q)
 	}
+	announce := node.Release(l.keys, l.owner, true) // wakes the waiters (package handoff)
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
 	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
 		if !c.mayHold(i, l.won.round.Answer(i)) {
 			c.rel.done(i, l.keys, q)
 			return false, errNotSent // nothing of ours was written there
+		}
+		if c.nodes[i].Announces() {
+			return c.release(ctx, i, l.keys, q, announce)
 		}
 		return c.release(ctx, i, l.keys, q, l.won.rel)
 	}).Wait(context.Background())
@@ -435,6 +444,11 @@ func (l *Lock) Release(ctx context.Context) error {
 	if !out.Reached {
 		err = &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 			Nodes: c.results(out), Err: ErrNotHeld}
+	}
+	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
+		// Wake this Client's next waiter now; after the last pass allowed
+		// in a row it waits for the nodes' notification like everyone else.
+		c.hub.ReleasedOwner(l.keys[0], l.owner)
 	}
 	c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: err, left: left})
 	return err

@@ -62,6 +62,12 @@ type Event struct {
 	// failed.
 	Lock *Lock
 
+	// Passed: the lock went from the releasing waiter to the acquiring
+	// one inside this Client, with no round trip to the nodes (see
+	// WithLocalHandoff); Nodes then are the answers of the acquisition
+	// that took it on the nodes.
+	Passed bool
+
 	// Remaining is the validity left: after an acquisition or extension,
 	// when the call returned (0 if it failed); for a release, when Release
 	// was called (0 means the lock's validity had already run out: the
@@ -80,6 +86,7 @@ type outcome struct {
 	round    quorum.Outcome
 	err      error
 	left     time.Duration
+	passed   bool
 }
 
 // report logs o and hands it to the observers, on the caller's goroutine.
@@ -100,6 +107,9 @@ func (c *Client) report(ctx context.Context, o outcome) {
 			if o.attempts > 1 {
 				attrs = append(attrs, slog.Int("attempts", o.attempts))
 			}
+			if o.passed {
+				attrs = append(attrs, slog.Bool("passed", true))
+			}
 			if o.err != nil {
 				attrs = append(attrs, slog.String("error", o.err.Error()))
 			}
@@ -109,7 +119,8 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	if len(c.o.observers) == 0 {
 		return
 	}
-	e := Event{Op: o.op.String(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left}
+	e := Event{Op: o.op.String(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
+		Passed: o.passed}
 	if qe, ok := o.err.(*QuorumError); ok {
 		e.Nodes = qe.Nodes
 	} else if o.round.Votes != nil {

@@ -48,32 +48,34 @@ func (q Quorum) need(n int) int {
 }
 
 type options struct {
-	quorum      Quorum
-	nodeTimeout time.Duration
-	driftFactor float64
-	minValidity time.Duration
-	retryMin    time.Duration
-	retryMax    time.Duration
-	maxAttempts int
-	maxHold     time.Duration
-	lease       time.Duration
-	renewEvery  time.Duration
-	name        string
-	logger      *slog.Logger
-	clock       clock.Clock
-	observers   []func(Event)
-	nodeObs     []func(NodeEvent)
+	quorum       Quorum
+	nodeTimeout  time.Duration
+	driftFactor  float64
+	minValidity  time.Duration
+	retryMin     time.Duration
+	retryMax     time.Duration
+	maxAttempts  int
+	maxHold      time.Duration
+	lease        time.Duration
+	localHandoff int
+	renewEvery   time.Duration
+	name         string
+	logger       *slog.Logger
+	clock        clock.Clock
+	observers    []func(Event)
+	nodeObs      []func(NodeEvent)
 }
 
 func defaults() options {
 	return options{
-		nodeTimeout: DefaultNodeTimeout,
-		driftFactor: DefaultDriftFactor,
-		retryMin:    DefaultRetryMin,
-		retryMax:    DefaultRetryMax,
-		lease:       DefaultLease,
-		renewEvery:  DefaultLease / 3,
-		clock:       clock.Real(),
+		nodeTimeout:  DefaultNodeTimeout,
+		driftFactor:  DefaultDriftFactor,
+		retryMin:     DefaultRetryMin,
+		retryMax:     DefaultRetryMax,
+		lease:        DefaultLease,
+		localHandoff: DefaultLocalHandoff,
+		renewEvery:   DefaultLease / 3,
+		clock:        clock.Real(),
 	}
 }
 
@@ -125,6 +127,18 @@ func WithWatchdog(lease, every time.Duration) Option {
 	return func(o *options) { o.lease, o.renewEvery = lease, every }
 }
 
+// WithLocalHandoff sets how many times in a row a lock may pass directly
+// from a Release to the next waiting Lock call of this Client for the same
+// key, with no round trip to the nodes (default 16). The lock stays held
+// on the quorum under the same owner value and deadline; only the holder
+// inside this process changes, in the order the Lock calls queued. After
+// n passes it is released on the nodes, and this Client's waiters wait for
+// the nodes' release notification like other processes' waiters, so that
+// they get their turn. 0 turns passing off. Only single-key locks taken
+// with Lock are passed, and a fixed-TTL lock only with at least half the
+// waiter's TTL left.
+func WithLocalHandoff(n int) Option { return func(o *options) { o.localHandoff = n } }
+
 // WithName sets a name for this Client (default none), for example the
 // host or pod, that begins its instance id (Client.ID) and so every owner
 // value it stores: redlock inspect and the logs then show which process
@@ -170,6 +184,8 @@ func (o *options) validate(n int) error {
 		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
 	case o.maxHold < 0:
 		return invalid("max hold %v must not be negative", o.maxHold)
+	case o.localHandoff < 0:
+		return invalid("local handoff %d must not be negative", o.localHandoff)
 	case o.maxAttempts < 0:
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.clock == nil:

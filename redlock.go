@@ -59,6 +59,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/handoff"
 	"github.com/redlock-go/redlock/node"
 	"github.com/redlock-go/redlock/quorum"
 )
@@ -73,11 +74,12 @@ type Client struct {
 	cluster bool
 	retries bool // some node's client may send a command twice
 	o       options
-	id      string   // this Client's instance id, the prefix of every owner value
-	prefix  string   // id + ":"
-	rel     releases // release calls in flight, which acquisitions of the same key wait for
-	ops     inflight // Lock, Extend and Release calls in progress; Close waits for them
-	wg      inflight // node calls still in flight (stragglers)
+	id      string       // this Client's instance id, the prefix of every owner value
+	prefix  string       // id + ":"
+	rel     releases     // release calls in flight, which acquisitions of the same key wait for
+	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
+	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
+	wg      inflight     // node calls still in flight (stragglers)
 	closed  atomic.Bool
 	// closing is cancelled by Close; it ends the backoff waits of Lock.
 	closing context.Context
@@ -195,6 +197,9 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	}
 	c.id, c.prefix = id, id+":"
 	c.closing, c.stop = context.WithCancel(context.Background())
+	if c.hub, err = handoff.New(clients, handoff.Config{Quorum: c.need}); err != nil {
+		return nil, invalid("%v", err)
+	}
 	if lg := o.logger; lg != nil {
 		lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: client ready",
 			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
@@ -304,6 +309,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.stop()
+	c.hub.Close() // Lock calls waiting in a queue end with ErrClosed
 	c.ops.Wait()
 	c.wg.Wait()
 	var first error
@@ -412,66 +418,6 @@ func (c *Client) callTimeout(ttl time.Duration) time.Duration {
 		return t
 	}
 	return c.o.nodeTimeout
-}
-
-func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
-	if ctx == nil {
-		return nil, invalid("nil context")
-	}
-	if err := c.checkKeys(keys); err != nil {
-		return nil, err
-	}
-	watchdog := ttl == Watchdog
-	if watchdog {
-		ttl = c.o.lease
-	}
-	if err := c.checkTTL(ttl); err != nil {
-		return nil, err
-	}
-	if !c.enter() {
-		return nil, ErrClosed
-	}
-	defer c.exit()
-	begin := c.o.clock.Now()
-	keys = append([]string(nil), keys...)
-	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
-		qe := &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Err: ErrNotObtained, Cause: err}
-		c.report(ctx, outcome{op: opAcquire, keys: keys, begin: begin, err: qe})
-		return nil, qe
-	}
-	drift := DriftBudget(ttl, c.o.driftFactor)
-	for n := 1; ; n++ {
-		a, out, err := c.try(ctx, keys, ttl)
-		if err != nil {
-			return nil, err
-		}
-		validity := ttl - c.o.clock.Now().Sub(a.start) - drift
-		cause := out.Err
-		if cause == nil && c.closed.Load() {
-			cause = ErrClosed // Close has begun: hand out nothing, undo the round
-		}
-		if out.Reached && cause == nil && validity > c.o.minValidity {
-			l := c.newLock(keys, ttl, a, out, watchdog)
-			c.report(ctx, outcome{op: opAcquire, keys: keys, owner: a.owner, lock: l, begin: begin, attempts: n, round: out, left: l.Remaining()})
-			return l, nil
-		}
-		if cause == nil {
-			cause = ctx.Err()
-		}
-		c.undo(ctx, keys, ttl, a)
-		if retry && n != c.o.maxAttempts && cause == nil {
-			if cause = c.sleep(ctx, c.backoff(n)); cause == nil {
-				continue
-			}
-		}
-		qe := &QuorumError{Op: "acquire", Keys: keys, Need: c.need, Got: out.Yes, Attempts: n,
-			Nodes: c.results(out), Err: ErrNotObtained, Cause: cause}
-		if out.Reached {
-			qe.Validity = validity
-		}
-		c.report(ctx, outcome{op: opAcquire, keys: keys, owner: a.owner, begin: begin, attempts: n, round: out, err: qe})
-		return nil, qe
-	}
 }
 
 // sleep waits d between attempts of Lock; it ends early with ctx's error,

@@ -69,6 +69,12 @@ type Config struct {
 	// for another HealthCheck, the connection counts as stalled (a frozen
 	// node, a partition that drops packets) and is replaced by a new one.
 	HealthCheck time.Duration
+	// Quorum is how many nodes must announce one release (notifications
+	// with the same payload) before it wakes the waiters (default 1). Set
+	// it to the lock's quorum: the release deletes the key node after
+	// node, and a waiter woken by the first would find it still held on
+	// others. It is capped at the number of nodes that can announce.
+	Quorum int
 }
 
 // ErrClosed is the error of Wait once the Hub is closed.
@@ -81,12 +87,13 @@ var ErrLeft = errors.New("redlock: handoff: turn already left")
 // of waiters and at most one pub/sub connection per node. Its methods are
 // safe for concurrent use.
 type Hub struct {
-	cfg  Config
-	ctx  context.Context // cancelled by Close: ends waits, dials and the goroutines
-	stop context.CancelFunc
-	subs []*sub // nodes with a plain (non-cluster) client
-	wg   sync.WaitGroup
-	st   counters
+	cfg    Config
+	ctx    context.Context // cancelled by Close: ends waits, dials and the goroutines
+	stop   context.CancelFunc
+	subs   []*sub // nodes with a plain (non-cluster) client
+	quorum int    // Config.Quorum, capped at len(subs)
+	wg     sync.WaitGroup
+	st     counters
 
 	mu      sync.Mutex
 	keys    map[string]*queue // keys with at least one local waiter
@@ -108,7 +115,7 @@ type Hub struct {
 // stay open until Close has returned. New returns an error for a nil
 // client or a negative duration in cfg.
 func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
-	if cfg.SubscribeTimeout < 0 || cfg.HealthCheck < 0 {
+	if cfg.SubscribeTimeout < 0 || cfg.HealthCheck < 0 || cfg.Quorum < 0 {
 		return nil, fmt.Errorf("redlock: handoff: negative duration in %+v", cfg)
 	}
 	if cfg.SubscribeTimeout == 0 {
@@ -124,9 +131,10 @@ func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
 			return nil, fmt.Errorf("redlock: handoff: node %d: nil client", i)
 		}
 		if plain {
-			h.subs = append(h.subs, &sub{client: c, dirty: make(chan struct{}, 1)})
+			h.subs = append(h.subs, &sub{idx: len(h.subs), client: c, dirty: make(chan struct{}, 1)})
 		}
 	}
+	h.quorum = min(max(cfg.Quorum, 1), max(len(h.subs), 1))
 	h.ctx, h.stop = context.WithCancel(context.Background())
 	return h, nil
 }
@@ -137,8 +145,12 @@ func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
 // connections are opened on the first Enter of the Hub). Enter never
 // blocks on the network. After Close, the Turn's Wait returns ErrClosed.
 // The caller must call Leave when done.
-func (h *Hub) Enter(key string) *Turn {
-	t := &Turn{h: h, wake: make(chan struct{}, 1)}
+func (h *Hub) Enter(key string) *Turn { return h.EnterWant(key, nil) }
+
+// EnterWant is Enter for a waiter that asks for want: Offer hands a value
+// only to a head whose want it fits.
+func (h *Hub) EnterWant(key string, want any) *Turn {
+	t := &Turn{h: h, want: want, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -152,6 +164,7 @@ func (h *Hub) Enter(key string) *Turn {
 	}
 	t.q = q
 	q.push(t)
+	h.st.waiting.Add(1)
 	return t
 }
 
@@ -172,6 +185,43 @@ func (h *Hub) ReleasedOwner(key, owner string) {
 	if q := h.keys[key]; q != nil && !h.closed {
 		h.wake(q, wokenLocal, owner)
 	}
+}
+
+// Queued reports whether key has local waiters now.
+func (h *Hub) Queued(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.keys[key] != nil
+}
+
+// Offer hands v (a held lock, passed on inside this process) to the head
+// of key's local queue, if there is one, it holds no other offer, and
+// fits(its want) is true: the head's Wait returns at once (woken) and its
+// Take returns v. If that waiter leaves without taking v, v goes to the
+// next head if it fits, else to reject (called without the Hub's lock, on
+// the goroutine that called Leave or Close; it must not block). Offer
+// reports whether v was handed; if not, the caller keeps v. It never
+// blocks on the network.
+func (h *Hub) Offer(key string, v any, fits func(want any) bool, reject func(v any)) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.keys[key]
+	if h.closed || q == nil {
+		return false
+	}
+	return h.give(q, &gift{v: v, fits: fits, reject: reject})
+}
+
+// give hands g to q's head if it fits. h.mu is held.
+func (h *Hub) give(q *queue, g *gift) bool {
+	head := q.head
+	if h.closed || head == nil || head.gift != nil || !g.fits(head.want) {
+		return false
+	}
+	head.gift = g
+	q.pending = wokenGift
+	signal(head.wake)
+	return true
 }
 
 // Close stops the Hub: every Wait returns ErrClosed, the nodes' pub/sub

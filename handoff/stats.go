@@ -10,6 +10,9 @@ type Stats struct {
 	Local    uint64 // Released (or ReleasedOwner) by this process
 	Promoted uint64 // the previous head left, so this waiter became head
 	Timer    uint64 // d elapsed: the polling fallback
+	// Handed is values (locks) that a waiter took (Take) after Offer
+	// passed them on, with no round trip to the nodes.
+	Handed uint64
 
 	// Messages is every release notification received from the nodes
 	// (for keys with or without local waiters, duplicates included).
@@ -38,13 +41,17 @@ type Stats struct {
 	// Nodes is the number of nodes with a pub/sub connection (plain
 	// clients); the others are only polled.
 	Nodes int
+	// Waiting is the number of waiters in the local queues now.
+	Waiting int
 }
 
 type counters struct {
 	notified, local, promoted, timer atomic.Uint64
+	handed                           atomic.Uint64
 	messages, duplicates             atomic.Uint64
 	subErrors, recvErrors            atomic.Uint64
 	stalls, reconnects               atomic.Uint64
+	waiting                          atomic.Int64
 }
 
 func (c *counters) woken(r reason) {
@@ -63,10 +70,10 @@ func (c *counters) woken(r reason) {
 func (h *Hub) Stats() Stats {
 	c := &h.st
 	return Stats{
-		Notified: c.notified.Load(), Local: c.local.Load(), Promoted: c.promoted.Load(), Timer: c.timer.Load(),
+		Notified: c.notified.Load(), Local: c.local.Load(), Promoted: c.promoted.Load(), Timer: c.timer.Load(), Handed: c.handed.Load(),
 		Messages: c.messages.Load(), Duplicates: c.duplicates.Load(),
 		SubscribeErrors: c.subErrors.Load(), ReceiveErrors: c.recvErrors.Load(),
 		Stalls: c.stalls.Load(), Reconnects: c.reconnects.Load(),
-		Nodes: len(h.subs),
+		Nodes: len(h.subs), Waiting: int(c.waiting.Load()),
 	}
 }

@@ -3,6 +3,7 @@ package handoff
 import (
 	"context"
 	"errors"
+	"math/bits"
 	"net"
 	"strings"
 	"time"
@@ -30,6 +31,7 @@ const (
 // with a PING and replaces the PubSub, and sync subscribes the new one to
 // every key.
 type sub struct {
+	idx    int // among the Hub's subs
 	client *redis.Client
 	dirty  chan struct{} // capacity 1: changes or resync to apply
 
@@ -71,7 +73,7 @@ func (s *sub) read(h *Hub) {
 		}
 		st = readState{}
 		if m, ok := msg.(*redis.Message); ok {
-			h.notify(m)
+			h.notifyFrom(s.idx, m)
 		}
 	}
 }
@@ -133,8 +135,16 @@ func (s *sub) replace(h *Hub, old *redis.PubSub) {
 	_ = old.Close()
 }
 
-// notify dispatches a release notification to its key's head.
-func (h *Hub) notify(m *redis.Message) {
+// notify dispatches a release notification to its key's head, as from
+// the first node (tests).
+func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }
+
+// notifyFrom dispatches a release notification that node sub idx sent. A
+// notification with a payload (the released owner value) wakes the head
+// once Config.Quorum nodes have sent it: the release script runs on each
+// node in turn, and a waiter woken by the first would find the key still
+// held on the others.
+func (h *Hub) notifyFrom(idx int, m *redis.Message) {
 	h.st.messages.Add(1)
 	key, ok := strings.CutPrefix(m.Channel, Prefix)
 	if !ok {
@@ -142,9 +152,20 @@ func (h *Hub) notify(m *redis.Message) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.keys[key]; q != nil && !h.closed {
-		h.wake(q, wokenNotify, m.Payload)
+	q := h.keys[key]
+	if q == nil || h.closed {
+		return
 	}
+	if m.Payload != "" && m.Payload != q.last && h.quorum > 1 {
+		if m.Payload != q.counting {
+			q.counting, q.seen = m.Payload, 0
+		}
+		q.seen |= 1 << (idx % 64)
+		if bits.OnesCount64(q.seen) < h.quorum {
+			return
+		}
+	}
+	h.wake(q, wokenNotify, m.Payload)
 }
 
 // sync applies the changes of the waited-for keys to the node until

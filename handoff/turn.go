@@ -14,6 +14,7 @@ const (
 	wokenNotify        // a node's release notification
 	wokenLocal         // Released by this process
 	wokenLeave         // the previous head left: this one is now head
+	wokenGift          // Offer handed the head a value (the lock itself)
 )
 
 // queue is the local FIFO of the waiters for one key. Guarded by Hub.mu.
@@ -22,6 +23,8 @@ type queue struct {
 	head, tail *Turn
 	pending    reason // a wake-up not yet consumed by the head's Wait
 	last       string // payload of the last wake-up, to drop duplicates
+	counting   string // payload whose notifications are being counted toward the quorum
+	seen       uint64 // nodes (sub index) that sent it
 }
 
 func (q *queue) push(t *Turn) {
@@ -57,7 +60,32 @@ type Turn struct {
 	prev, next *Turn  // in q; guarded by Hub.mu
 	left       bool   // guarded by Hub.mu
 	waiting    bool   // head, blocked in Wait for a wake-up; guarded by Hub.mu
+	want       any    // what the waiter asks for (EnterWant), for Offer's fits
+	gift       *gift  // handed by Offer, not yet taken; guarded by Hub.mu
 	wake       chan struct{}
+}
+
+// gift is a value handed to a head by Offer, with what to do with it if
+// the head leaves without taking it.
+type gift struct {
+	v      any
+	fits   func(want any) bool
+	reject func(v any)
+}
+
+// Take returns the value that Offer handed this waiter, once; nil if none.
+// Call it after every Wait: a Wait that returns because of an Offer says
+// woken.
+func (t *Turn) Take() any {
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	if t.gift == nil {
+		return nil
+	}
+	v := t.gift.v
+	t.gift = nil
+	t.h.st.handed.Add(1)
+	return v
 }
 
 // Wait blocks while the Turn is not the head of its key's local queue
@@ -154,16 +182,22 @@ func (t *Turn) Leave() {
 	q := t.q
 	wasHead := q.head == t
 	q.remove(t)
+	h.st.waiting.Add(-1)
 	signal(t.wake)
+	g := t.gift
+	t.gift = nil
 	if q.head == nil {
 		delete(h.keys, q.key)
 		h.want(q.key, false)
-		return
-	}
-	if wasHead {
+	} else if wasHead {
 		if q.pending == none {
 			q.pending = wokenLeave
 		}
 		signal(q.head.wake)
+	}
+	if g != nil && !h.give(q, g) {
+		h.mu.Unlock()
+		defer h.mu.Lock() // for the deferred Unlock
+		g.reject(g.v)
 	}
 }

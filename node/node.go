@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/handoff"
 )
 
 var (
@@ -43,6 +45,7 @@ type Node struct {
 	// retries is set when the client may send a command again after a
 	// network error (go-redis MaxRetries, cluster MaxRedirects).
 	retries bool
+	cluster bool
 	track   Tracker
 }
 
@@ -62,6 +65,7 @@ func New(client redis.UniversalClient, track Tracker) *Node {
 		guard:   !HonorsContext(client),
 		retries: MayRetry(client),
 		track:   track,
+		cluster: isCluster(client),
 	}
 }
 
@@ -117,10 +121,21 @@ func Extend(keys []string, value string, ttl time.Duration) *Cmd {
 }
 
 // Release deletes the keys that still hold value; it says yes if all of
-// them did.
-func Release(keys []string, value string) *Cmd {
-	return scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value)
+// them did. With announce, each deleted key is announced on
+// handoff.Channel(key), with value as the payload, for the waiters of
+// package handoff.
+func Release(keys []string, value string, announce bool) *Cmd {
+	prefix := ""
+	if announce {
+		prefix = handoff.Prefix
+	}
+	return scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
 }
+
+// Announces reports whether releases on this node are announced: not on a
+// cluster client, where PUBLISH goes to every node of the cluster and the
+// waiters do not subscribe (see package handoff).
+func (n *Node) Announces() bool { return !n.cluster }
 
 // Do sends c and reports whether the node said yes. An error means the
 // outcome is unknown: the command may have run. A script the node does not
@@ -251,4 +266,9 @@ func IsTimeout(err error) bool {
 	}
 	var t interface{ Timeout() bool }
 	return errors.As(err, &t) && t.Timeout()
+}
+
+func isCluster(c redis.UniversalClient) bool {
+	_, ok := c.(*redis.ClusterClient)
+	return ok
 }

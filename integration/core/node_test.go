@@ -39,10 +39,10 @@ func TestNodeScripts(t *testing.T) {
 	if ok, _ := n.Do(ctx, node.Extend(keys, "other", time.Second)); ok {
 		t.Fatal("other owner extended")
 	}
-	if ok, _ := n.Do(ctx, node.Release(keys, "other")); ok || rc.Exists(ctx, "a", "b").Val() != 2 {
+	if ok, _ := n.Do(ctx, node.Release(keys, "other", true)); ok || rc.Exists(ctx, "a", "b").Val() != 2 {
 		t.Fatal("other owner released")
 	}
-	if ok, err := n.Do(ctx, node.Release(keys, "me")); !ok || err != nil {
+	if ok, err := n.Do(ctx, node.Release(keys, "me", false)); !ok || err != nil {
 		t.Fatalf("release: %v %v", ok, err)
 	}
 	if ok, _ := n.Do(ctx, node.Extend(keys, "me", time.Second)); ok || rc.Exists(ctx, "a").Val() != 0 {
@@ -68,7 +68,7 @@ func TestNodeScripts(t *testing.T) {
 	if err := rc.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := n.Do(ctx, node.Release([]string{"s"}, "me")); !ok || err != nil {
+	if ok, err := n.Do(ctx, node.Release([]string{"s"}, "me", false)); !ok || err != nil {
 		t.Fatalf("release after SCRIPT FLUSH: %v %v", ok, err)
 	}
 	if n.Addr() != nodes[0].Addr {

@@ -1,0 +1,167 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/quorum"
+)
+
+// request is one Lock, TryLock, LockKeys or TryLockKeys call.
+type request struct {
+	keys     []string
+	ttl      time.Duration // the lease in watchdog mode
+	watchdog bool
+	retry    bool
+	begin    time.Time
+}
+
+// result is the end of one attempt: the Lock if it won, else its round's
+// outcome, the validity it had left and why it may not be retried.
+type result struct {
+	lock     *Lock
+	owner    string
+	out      quorum.Outcome
+	validity time.Duration
+	cause    error // ctx's error, ErrClosed, or nil (refused: may retry)
+}
+
+func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
+	if ctx == nil {
+		return nil, invalid("nil context")
+	}
+	if err := c.checkKeys(keys); err != nil {
+		return nil, err
+	}
+	r := request{keys: append([]string(nil), keys...), ttl: ttl, retry: retry}
+	if r.watchdog = ttl == Watchdog; r.watchdog {
+		r.ttl = c.o.lease
+	}
+	if err := c.checkTTL(r.ttl); err != nil {
+		return nil, err
+	}
+	if !c.enter() {
+		return nil, ErrClosed
+	}
+	defer c.exit()
+	r.begin = c.o.clock.Now()
+	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
+		return nil, c.failed(ctx, r, 0, result{cause: err})
+	}
+	if retry && len(keys) == 1 {
+		return c.queued(ctx, r)
+	}
+	for n := 1; ; n++ {
+		res, err := c.attemptN(ctx, r, n)
+		switch {
+		case err != nil:
+			return nil, err
+		case res.lock != nil:
+			return res.lock, nil
+		case !retry || n == c.o.maxAttempts || res.cause != nil:
+			return nil, c.failed(ctx, r, n, res)
+		}
+		if res.cause = c.sleep(ctx, c.backoff(n)); res.cause != nil {
+			return nil, c.failed(ctx, r, n, res)
+		}
+	}
+}
+
+// queued is Lock of one key: the caller waits in the key's local queue
+// (package handoff), so that only the head of this Client's waiters
+// contends on the nodes; between its attempts the head waits for a release
+// notification or its backoff, whichever comes first, and a lock released
+// by another waiter of this Client may be handed to it directly.
+//
+// With no local waiter queued, it first makes one attempt without
+// queueing: an uncontended Lock costs one round and no subscription.
+func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
+	var res result
+	var d time.Duration
+	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
+	if !c.hub.Queued(r.keys[0]) {
+		n = 1
+		var err error
+		res, err = c.attemptN(ctx, r, n)
+		switch {
+		case err != nil:
+			return nil, err
+		case res.lock != nil:
+			return res.lock, nil
+		case n == c.o.maxAttempts || res.cause != nil:
+			return nil, c.failed(ctx, r, n, res)
+		}
+		idle, d = 1, c.backoff(1)
+	}
+	t := c.hub.EnterWant(r.keys[0], r)
+	defer t.Leave()
+	for {
+		woken, err := t.Wait(ctx, d)
+		if v := t.Take(); v != nil {
+			return c.taken(ctx, r, n, v.(*Lock)), nil
+		}
+		if err != nil {
+			if errors.Is(err, handoff.ErrClosed) {
+				err = ErrClosed
+			}
+			res.cause = err
+			return nil, c.failed(ctx, r, n, res)
+		}
+		n++
+		if res, err = c.attemptN(ctx, r, n); err != nil {
+			return nil, err
+		}
+		if res.lock != nil {
+			return res.lock, nil
+		}
+		if n == c.o.maxAttempts || res.cause != nil {
+			return nil, c.failed(ctx, r, n, res)
+		}
+		if idle++; woken {
+			idle = 1 // a release was seen: start the backoff over
+		}
+		d = c.backoff(idle)
+	}
+}
+
+// attemptN makes attempt n of r: the Lock if it won (reported), else the
+// failed round, undone.
+func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
+	a, out, err := c.try(ctx, r.keys, r.ttl)
+	if err != nil {
+		return result{}, err
+	}
+	res := result{owner: a.owner, out: out, cause: out.Err}
+	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
+	if res.cause == nil && c.closed.Load() {
+		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
+	}
+	if out.Reached && res.cause == nil && res.validity > c.o.minValidity {
+		res.lock = c.newLock(r.keys, r.ttl, a, out, r.watchdog)
+		c.report(ctx, outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
+			left: res.lock.Remaining()})
+		return res, nil
+	}
+	if res.cause == nil {
+		res.cause = ctx.Err()
+	}
+	c.undo(ctx, r.keys, r.ttl, a)
+	return res, nil
+}
+
+// failed reports and returns the error of a request that ends after n
+// attempts, the last of which was res.
+func (c *Client) failed(ctx context.Context, r request, n int, res result) error {
+	qe := &QuorumError{Op: "acquire", Keys: r.keys, Need: c.need, Got: res.out.Yes, Attempts: n,
+		Err: ErrNotObtained, Cause: res.cause}
+	if n > 0 {
+		qe.Nodes = c.results(res.out)
+		if res.out.Reached {
+			qe.Validity = res.validity
+		}
+	}
+	c.report(ctx, outcome{op: opAcquire, keys: r.keys, owner: res.owner, begin: r.begin, attempts: n, round: res.out, err: qe})
+	return qe
+}

@@ -1,0 +1,112 @@
+package handoff
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Offer hands a value to the head whose want fits; a head that leaves
+// without taking it passes it to the next head that fits, and with none
+// left it goes to reject.
+func TestOffer(t *testing.T) {
+	h := local(t)
+	ctx := context.Background()
+	fitsBig := func(want any) bool { return want == "big" }
+	var rejected []any
+	reject := func(v any) { rejected = append(rejected, v) }
+
+	if h.Offer("k", 1, fitsBig, reject) {
+		t.Fatal("offered with no waiter")
+	}
+	small := h.EnterWant("k", "small")
+	big := h.EnterWant("k", "big")
+	if h.Offer("k", 2, fitsBig, reject) {
+		t.Fatal("handed to a head whose want does not fit")
+	}
+	small.Leave() // big is head now
+	if r := get(t, waitAsync(ctx, big, 0)); !r.woken || r.err != nil {
+		t.Fatalf("promotion: %+v", r)
+	}
+	ch := waitAsync(ctx, big, never)
+	blocked(t, ch, "head with nothing pending")
+	if !h.Offer("k", 3, fitsBig, reject) {
+		t.Fatal("not handed to a fitting head")
+	}
+	if r := get(t, ch); !r.woken || r.err != nil {
+		t.Fatalf("Wait after Offer: %+v", r)
+	}
+	if v := big.Take(); v != 3 || big.Take() != nil {
+		t.Fatalf("Take = %v, then not nil", v)
+	}
+
+	// A head that leaves without taking: the next head that fits gets it.
+	next := h.EnterWant("k", "big")
+	if !h.Offer("k", 4, fitsBig, reject) {
+		t.Fatal("not handed")
+	}
+	big.Leave()
+	if r := get(t, waitAsync(ctx, next, never)); !r.woken {
+		t.Fatalf("next head: %+v", r)
+	}
+	if v := next.Take(); v != 4 {
+		t.Fatalf("next head took %v", v)
+	}
+	// ... and with nobody left, reject gets it.
+	if !h.Offer("k", 5, fitsBig, reject) {
+		t.Fatal("not handed")
+	}
+	next.Leave()
+	if len(rejected) != 1 || rejected[0] != 5 {
+		t.Fatalf("rejected %v", rejected)
+	}
+	if s := h.Stats(); s.Handed != 2 {
+		t.Fatalf("Handed = %d, want 2 (taken)", s.Handed)
+	}
+}
+
+// Close makes a head that still holds an offer give it to reject when it
+// leaves.
+func TestOfferAfterClose(t *testing.T) {
+	h := local(t)
+	var rejected []any
+	tn := h.EnterWant("k", nil)
+	if !h.Offer("k", 1, func(any) bool { return true }, func(v any) { rejected = append(rejected, v) }) {
+		t.Fatal("not handed")
+	}
+	h.Close()
+	if _, err := tn.Wait(context.Background(), never); err != ErrClosed {
+		t.Fatalf("Wait after Close = %v", err)
+	}
+	tn.Leave()
+	if len(rejected) != 1 {
+		t.Fatalf("rejected %v", rejected)
+	}
+}
+
+// With a quorum, one release wakes the head once a quorum of nodes have
+// announced it (the same payload), not at the first node: the others may
+// still hold the key.
+func TestNotificationQuorum(t *testing.T) {
+	h := local(t)
+	h.quorum = 2 // as for a Client with three nodes (New caps it at the subscribed nodes)
+	tn := h.Enter("k")
+	defer tn.Leave()
+	ctx := context.Background()
+	if r := get(t, waitAsync(ctx, tn, 0)); r.err != nil {
+		t.Fatal(r.err)
+	}
+	ch := waitAsync(ctx, tn, never)
+	h.notifyFrom(0, &redis.Message{Channel: Channel("k"), Payload: "owner-1"})
+	h.notifyFrom(0, &redis.Message{Channel: Channel("k"), Payload: "owner-1"}) // the same node again
+	blocked(t, ch, "one node of two announced")
+	h.notifyFrom(2, &redis.Message{Channel: Channel("k"), Payload: "owner-1"})
+	if r := get(t, ch); !r.woken {
+		t.Fatalf("after a quorum: %+v", r)
+	}
+	h.notifyFrom(1, &redis.Message{Channel: Channel("k"), Payload: "owner-1"}) // the third: a duplicate
+	if s := h.Stats(); s.Notified != 1 || s.Duplicates != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
