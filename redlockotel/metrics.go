@@ -55,6 +55,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/handoff"
 )
 
 // ScopeName is the instrumentation scope of the meter.
@@ -66,6 +67,7 @@ const (
 	KeyOp        = attribute.Key("redlock.op")
 	KeyNode      = attribute.Key("redlock.node")
 	KeyErrorType = attribute.Key("error.type")
+	KeyCause     = attribute.Key("redlock.cause")
 )
 
 // Option configures New.
@@ -98,6 +100,7 @@ type Metrics struct {
 	nodeOpts sync.Map                            // nodeKey -> metric.MeasurementOption
 
 	mu       sync.Mutex
+	clients  []*redlock.Client // whose hand-off counters are reported (Watch)
 	held     map[*redlock.Lock]struct{}
 	pruneAt  int // size of held at which expired entries are dropped
 	closed   bool
@@ -166,13 +169,28 @@ func New(opts ...Option) (*Metrics, error) {
 	held, e := meter.Int64ObservableGauge("redlock.locks.held", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks acquired and not released whose validity has not run out."))
 	err = errors.Join(err, e)
+	wakeups, e := meter.Int64ObservableCounter("redlock.handoff.wakeups", metric.WithUnit("{wakeup}"),
+		metric.WithDescription("Waits of Lock calls that ended, by cause: a node's release notification (notified), a release by the same Client (local), the previous waiter leaving (promoted), the backoff timer (timer). Clients added with Watch."))
+	err = errors.Join(err, e)
+	passed, e := meter.Int64ObservableCounter("redlock.handoff.passed", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks passed from a Release to the next waiting Lock call of the same Client, with no round trip. Clients added with Watch."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
+	causes := map[string]metric.ObserveOption{}
+	for _, c := range []string{"notified", "local", "promoted", "timer"} {
+		causes[c] = metric.WithAttributeSet(attribute.NewSet(KeyCause.String(c)))
+	}
 	m.reg, err = meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(held, int64(m.Held()))
+		s := m.handoff()
+		for c, n := range map[string]uint64{"notified": s.Notified, "local": s.Local, "promoted": s.Promoted, "timer": s.Timer} {
+			o.ObserveInt64(wakeups, int64(n), causes[c])
+		}
+		o.ObserveInt64(passed, int64(s.Handed))
 		return nil
-	}, held)
+	}, held, wakeups, passed)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
@@ -183,6 +201,32 @@ func New(opts ...Option) (*Metrics, error) {
 // Observe and ObserveNode as observers. Add your own with append.
 func (m *Metrics) Options() []redlock.Option {
 	return []redlock.Option{redlock.WithObserver(m.Observe), redlock.WithNodeObserver(m.ObserveNode)}
+}
+
+// Watch adds c's hand-off counters (redlock.Client.HandoffStats) to the
+// redlock.handoff.* instruments, summed over every Client watched. Call it
+// once per Client, after redlock.New or NewFromURLs.
+func (m *Metrics) Watch(c *redlock.Client) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.clients = append(m.clients, c)
+}
+
+// handoff sums the watched Clients' hand-off counters.
+func (m *Metrics) handoff() handoff.Stats {
+	m.mu.Lock()
+	clients := append([]*redlock.Client(nil), m.clients...)
+	m.mu.Unlock()
+	var sum handoff.Stats
+	for _, c := range clients {
+		s := c.HandoffStats()
+		sum.Notified += s.Notified
+		sum.Local += s.Local
+		sum.Promoted += s.Promoted
+		sum.Timer += s.Timer
+		sum.Handed += s.Handed
+	}
+	return sum
 }
 
 // Close unregisters the held-locks gauge. Later events are ignored.
