@@ -103,8 +103,8 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 	if second.Owner() != first.Owner() || second == first || first.Err() != redlock.ErrReleased || second.Err() != nil {
 		t.Fatalf("passed lock: owner %q (was %q), first.Err %v, second.Err %v", second.Owner(), first.Owner(), first.Err(), second.Err())
 	}
-	if vals, _ := raw(t, nodes, "k"); count(vals, second.Owner()) != 3 {
-		t.Fatalf("nodes hold %q, want the passed owner", vals)
+	if vals, _ := raw(t, nodes, "k"); count(vals, second.Owner()) < c.Quorum() || count(vals, second.Owner())+count(vals, "") != 3 {
+		t.Fatalf("nodes hold %q, want the passed owner on a quorum", vals)
 	}
 	// Both sides report the pass (in either order: the waiter may take the
 	// lock before Release returns).
