@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,7 +75,9 @@ func TestWaiterWokenByRelease(t *testing.T) {
 func TestLockPassedToLocalWaiter(t *testing.T) {
 	ev := newEvents()
 	// A backoff of a minute: the waiter does not poll the nodes meanwhile.
-	c, nodes := setup(t, 3, redlock.WithObserver(ev.observe), redlock.WithRetryBackoff(time.Minute, time.Minute))
+	var calls atomic.Int64 // node calls that have returned
+	c, nodes := setup(t, 3, redlock.WithObserver(ev.observe), redlock.WithRetryBackoff(time.Minute, time.Minute),
+		redlock.WithNodeObserver(func(redlock.NodeEvent) { calls.Add(1) }))
 	ctx := context.Background()
 	first, err := c.Lock(ctx, "k", time.Minute)
 	if err != nil {
@@ -89,6 +92,15 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 		got <- l
 	}()
 	waitQueued(t, c) // the second call tried once, found the key held and queued
+	// Both acquisitions' calls have returned (each returns at its round's
+	// decision): 3 for the first, 3 for the second's refused attempt.
+	guard := time.Now().Add(time.Minute)
+	for calls.Load() < 6 {
+		if time.Now().After(guard) {
+			t.Fatalf("%d node calls returned, want 6", calls.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
 	before := totalScripts(t, nodes) + totalCmd(t, nodes, "set")
 	if err := first.Release(ctx); err != nil {
 		t.Fatal(err)
