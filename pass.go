@@ -35,9 +35,10 @@ func (l *Lock) passOn() bool {
 	return c.hub.Offer(l.keys[0], next, next.fits, c.releaseUntaken)
 }
 
-// successor is a fresh Lock for the same hold. l.mu need not be held: the
-// fields it copies no longer change once l has ended.
+// successor is a fresh Lock for the same hold.
 func (l *Lock) successor() *Lock {
+	l.mu.Lock() // an Extend that was already under way may still move the deadline
+	defer l.mu.Unlock()
 	return &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
 		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, votes: l.votes}
 }
