@@ -68,18 +68,11 @@ func TestOneServerTwiceRefusedBeforeTraffic(t *testing.T) {
 // the acquisition waits for that release there. The proxy holds exactly the
 // release to node 4 back, after node 4 has answered the acquisition.
 func TestNextLockDoesNotOvertakeOwnRelease(t *testing.T) {
-	nodes := harness.Start(t, 5, harness.Config{})
-	p, err := harness.NewProxy(func() string { return nodes[4].Addr })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Close)
-	urls := harness.URLs(nodes)
-	urls[4] = p.URL()
 	var mu sync.Mutex
 	var votes []bool // node 4's answers to acquisitions, in order
 	answered := make(chan struct{}, 16)
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(2*time.Second),
+	var p *harness.Proxy // set before the first lock call
+	c, nodes, p := behindProxy(t, redlock.WithNodeTimeout(2*time.Second),
 		redlock.WithNodeObserver(func(e redlock.NodeEvent) {
 			if e.Addr != p.Addr || e.Op != "acquire" {
 				return
@@ -89,9 +82,6 @@ func TestNextLockDoesNotOvertakeOwnRelease(t *testing.T) {
 			mu.Unlock()
 			answered <- struct{}{}
 		}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx := context.Background()
 	const cycles = 3
 	for i := 0; i < cycles; i++ {

@@ -13,28 +13,6 @@ import (
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
-// subscribed waits until a Client subscribes to key's release channel on
-// every node (the subscription is made in the background when the first
-// local waiter queues).
-func subscribed(t *testing.T, nodes []*harness.Node, key string) {
-	t.Helper()
-	guard := time.Now().Add(time.Minute)
-	for _, n := range nodes {
-		cl := n.Client()
-		for {
-			got, err := cl.PubSubNumSub(context.Background(), handoff.Channel(key)).Result()
-			if err == nil && got[handoff.Channel(key)] > 0 {
-				break
-			}
-			if time.Now().After(guard) {
-				t.Fatalf("no subscription to %s on %s", handoff.Channel(key), n.Addr)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		cl.Close()
-	}
-}
-
 // A waiter in another process (here another Client) is woken by the
 // release itself: its backoff is a minute, so only the nodes' notification
 // can wake it before its ctx (20 s) ends.
@@ -57,7 +35,7 @@ func TestWaiterWokenByRelease(t *testing.T) {
 		}
 		got <- err
 	}()
-	subscribed(t, nodes, "k")
+	harness.WaitSubscribers(t, nodes, handoff.Channel("k"))
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}

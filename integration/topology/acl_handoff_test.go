@@ -46,7 +46,7 @@ func TestACLUserWithNotifications(t *testing.T) {
 		}
 		got <- err
 	}()
-	waitSubscribed(t, nodes, "lock:n")
+	harness.WaitSubscribers(t, nodes, "redlock:released:lock:n")
 	if err := la.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -55,27 +55,5 @@ func TestACLUserWithNotifications(t *testing.T) {
 	}
 	if s := b.HandoffStats(); s.Notified != 1 || s.SubscribeErrors != 0 {
 		t.Fatalf("handoff stats %+v: want one notification, no refused subscription", s)
-	}
-}
-
-// waitSubscribed waits until key's release channel has a subscriber on
-// every node.
-func waitSubscribed(t *testing.T, nodes []*harness.Node, key string) {
-	t.Helper()
-	guard := time.Now().Add(time.Minute)
-	for _, n := range nodes {
-		cl := n.Client()
-		for {
-			ch := "redlock:released:" + key
-			got, err := cl.PubSubNumSub(context.Background(), ch).Result()
-			if err == nil && got[ch] > 0 {
-				break
-			}
-			if time.Now().After(guard) {
-				t.Fatalf("no subscription to %s on %s", ch, n.Addr)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		cl.Close()
 	}
 }
