@@ -5,11 +5,13 @@
 //	redlock demo [--nodes URLS | --embedded] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
 //	redlock inspect PATTERN --nodes URLS [--json]
 //	redlock unlock KEY --force --nodes URLS
+//	redlock doctor --nodes URLS [--node-timeout 50ms] [--ttl 10s] [--drift-factor 0.01] [--samples N] [--window 2s] [--json]
 //	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
 //
 // Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
-// partial or TTL-less locks, bench failed); 2 usage error (bad flag or URL);
-// 3 a node is unreachable or refused the credentials.
+// partial or TTL-less locks, doctor found a FAIL, bench failed); 2 usage
+// error (bad flag or URL); 3 a node is unreachable or refused the
+// credentials.
 package main
 
 import (
@@ -49,6 +51,8 @@ const usage = `usage:
                                                              workers contending through a node fault
   redlock inspect PATTERN --nodes URLS [--json]              which nodes hold which lock keys
   redlock unlock KEY --force --nodes URLS                    delete a stuck lock on every node
+  redlock doctor --nodes URLS [--node-timeout D] [--ttl D] [--drift-factor F] [--samples N] [--window D] [--quorum K] [--json]
+                                                             check the nodes against what the algorithm needs
   redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
                                                              this library vs go-redsync, side by side
 
@@ -81,6 +85,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdInspect(args[1:], stdout)
 	case "unlock":
 		err = cmdUnlock(args[1:], stdout)
+	case "doctor":
+		err = cmdDoctor(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
