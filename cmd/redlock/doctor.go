@@ -63,7 +63,7 @@ type ClockReport struct {
 	Samples        int     `json:"samples"`         // TIME samples in the fit (slow round trips left out)
 	WindowMs       float64 `json:"window_ms"`       // client monotonic time from the first to the last sample used
 	OffsetMs       float64 `json:"offset_ms"`       // node time − client wall time at the fastest sample's midpoint
-	OffsetPlusMs   float64 `json:"offset_pm_ms"`    // ± half that sample's round trip
+	OffsetErrMs    float64 `json:"offset_err_ms"`   // ± half that sample's round trip
 	RateErrorPPM   float64 `json:"rate_error_ppm"`  // node rate / client rate − 1, in ppm; positive: the node's clock runs fast
 	ResolutionPPM  float64 `json:"resolution_ppm"`  // worst-case error of the rate estimate from round-trip uncertainty
 	MaxResidualUs  float64 `json:"max_residual_us"` // largest distance of a sample from the fitted line
@@ -384,7 +384,7 @@ func examine(ctx context.Context, c *redis.Client, name string, cfg doctorConfig
 
 	// appendfsync is not in INFO. CONFIG may be refused (ACL) or renamed
 	// (managed services): the check then says what it could not read.
-	if n.infoErr == "" && n.MaxMemoryPolicy == "" {
+	if n.MaxMemoryPolicy == "" {
 		if v, err := configGet(ctx, c, "maxmemory-policy"); err == nil {
 			n.MaxMemoryPolicy = v
 		}
@@ -486,9 +486,10 @@ type timeSample struct {
 func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyReport, *ClockReport) {
 	var pings []time.Duration
 	var times []timeSample
-	failed := 0
 	start := time.Now()
-	for i := 0; i < cfg.samples; i++ {
+	// A node that stops answering is not waited on for every sample: after
+	// three rounds without an answer the rest count as failed.
+	for i, silent := 0, 0; i < cfg.samples && silent < 3; i++ {
 		if i > 0 {
 			time.Sleep(time.Until(start.Add(cfg.window * time.Duration(i) / time.Duration(cfg.samples-1))))
 		}
@@ -496,11 +497,10 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 		t0 := time.Now()
 		err := c.Ping(cctx).Err()
 		rtt := time.Since(t0)
-		if err != nil {
-			failed++
-		} else {
+		if err == nil {
 			pings = append(pings, rtt)
 		}
+		answered := err == nil
 		// time.Now carries a monotonic reading: Sub and Since between two
 		// such times use it (elapsed time); the node's time has none, so
 		// nt.Sub(mid) compares wall clocks (the offset).
@@ -511,9 +511,15 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 		if err == nil {
 			mid := t1.Add(r / 2)
 			times = append(times, timeSample{x: mid.Sub(start).Seconds(), node: nt, offset: nt.Sub(mid), rtt: r})
+			answered = true
+		}
+		if answered {
+			silent = 0
+		} else {
+			silent++
 		}
 	}
-	lat := &LatencyReport{Pings: cfg.samples, Failed: failed}
+	lat := &LatencyReport{Pings: cfg.samples, Failed: cfg.samples - len(pings)}
 	if len(pings) > 0 {
 		sort.Slice(pings, func(i, j int) bool { return pings[i] < pings[j] })
 		lat.P50Ms = ms(pings[(len(pings)-1)/2])
@@ -588,7 +594,7 @@ func fitClock(all []timeSample, drift float64) *ClockReport {
 		Samples:        len(ss),
 		WindowMs:       span * 1000,
 		OffsetMs:       ms(best.offset),
-		OffsetPlusMs:   ms(best.rtt / 2),
+		OffsetErrMs:    ms(best.rtt / 2),
 		RateErrorPPM:   (slope - 1) * 1e6,
 		ResolutionPPM:  3 * e / span * 1e6,
 		MaxResidualUs:  maxRes * 1e6,
@@ -836,7 +842,7 @@ func clockCheck(c *ClockReport, drift float64) Check {
 		dir = "node slow: keeps keys longer"
 	}
 	nums := fmt.Sprintf("rate error %+.0f ppm ±%.0f ppm over %.1fs, %d samples (%s); budget %.0f ppm (drift factor %g); offset %s ±%s (informative: expiry runs on the node's own clock)",
-		c.RateErrorPPM, c.ResolutionPPM, c.WindowMs/1000, c.Samples, dir, budget, drift, fmtSignedMs(c.OffsetMs), fmtMs(c.OffsetPlusMs))
+		c.RateErrorPPM, c.ResolutionPPM, c.WindowMs/1000, c.Samples, dir, budget, drift, fmtSignedMs(c.OffsetMs), fmtMs(c.OffsetErrMs))
 	switch {
 	case rate-c.ResolutionPPM > budget:
 		return Check{checkClock, verdictFail, nums + ": the node's clock runs outside the drift budget; fix its time sync or raise the drift factor"}

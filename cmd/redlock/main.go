@@ -5,7 +5,7 @@
 //	redlock demo [--nodes URLS | --embedded] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
 //	redlock inspect PATTERN --nodes URLS [--json]
 //	redlock unlock KEY --force --nodes URLS
-//	redlock doctor --nodes URLS [--node-timeout 50ms] [--ttl 10s] [--drift-factor 0.01] [--samples N] [--window 2s] [--json]
+//	redlock doctor --nodes URLS [--node-timeout 50ms] [--ttl 10s] [--drift-factor 0.01] [--samples 20] [--window 2s] [--quorum K] [--json]
 //	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
 //
 // Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
