@@ -147,7 +147,13 @@ func cmdDemo(args []string, out io.Writer) error {
 		}
 		return strings.Join(s, " ")
 	}
-	fmt.Fprintf(out, "%6s %10s %12s %12s   %s\n", "time", "locks/s", "wait p50", "wait max", "nodes (failed node calls in the last second)")
+	// Per second: the share of it someone held the lock, and what the
+	// hand-off did (locks passed on with no round trip; waits ended by a
+	// node's release notification or by the backoff timer).
+	prevBusy, prevTick := int64(0), begin
+	prevHS := c.HandoffStats()
+	fmt.Fprintf(out, "%6s %10s %5s %12s %12s %7s %9s %6s   %s\n", "time", "locks/s", "util", "wait p50", "wait max",
+		"passed", "notified", "timer", "nodes (failed node calls in the last second)")
 loop:
 	for {
 		select {
@@ -171,7 +177,11 @@ loop:
 			n := secCount
 			secLat, secCount = secLat[:0], 0
 			mu.Unlock()
-			fmt.Fprintf(out, "%5.0fs %10d %12v %12v   %s\n", el.Seconds(), n, p50.Round(time.Microsecond), max.Round(time.Microsecond), state())
+			now, b, hs := time.Now(), busy.Load(), c.HandoffStats()
+			util := float64(b-prevBusy) / float64(now.Sub(prevTick))
+			fmt.Fprintf(out, "%5.0fs %10d %4.0f%% %12v %12v %7d %9d %6d   %s\n", el.Seconds(), n, 100*util, p50.Round(time.Microsecond), max.Round(time.Microsecond),
+				hs.Handed-prevHS.Handed, hs.Notified-prevHS.Notified, hs.Timer-prevHS.Timer, state())
+			prevBusy, prevTick, prevHS = b, now, hs
 		}
 	}
 	wg.Wait()
@@ -193,6 +203,18 @@ loop:
 	fmt.Fprintf(out, "  lock utilization: %.0f%% of the time someone was inside\n", 100*float64(busy.Load())/float64(elapsed))
 	fmt.Fprintf(out, "  wait to acquire:  p50 %v  p99 %v  max %v\n", quantile(lat, 0.5).Round(time.Microsecond),
 		quantile(lat, 0.99).Round(time.Microsecond), quantile(lat, 1).Round(time.Microsecond))
+	hs := c.HandoffStats()
+	share := 0.0
+	if total > 0 {
+		share = 100 * float64(hs.Handed) / float64(total)
+	}
+	fmt.Fprintf(out, "  hand-off:         %d of %d acquisitions passed on without a round trip (%.0f%%)\n", hs.Handed, total, share)
+	fmt.Fprintf(out, "  waits ended by:   release notification %d, local release %d, previous waiter left %d, timer %d\n",
+		hs.Notified, hs.Local, hs.Promoted, hs.Timer)
+	if hs.SubscribeErrors+hs.ReceiveErrors+hs.Stalls > 0 {
+		fmt.Fprintf(out, "  notifications:    %d subscribe errors, %d receive errors, %d stalled connections, %d reconnects\n",
+			hs.SubscribeErrors, hs.ReceiveErrors, hs.Stalls, hs.Reconnects)
+	}
 	if len(errs) > 0 {
 		keys := make([]string, 0, len(errs))
 		for k := range errs {
