@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redlock-go/redlock/handoff"
 )
 
 // Stat is a latency summary of one contender in one scenario.
@@ -39,6 +41,11 @@ type ContStat struct {
 	WaitP99us    float64 `json:"wait_p99_us"`
 	WaitMaxUs    float64 `json:"wait_max_us"`
 	Fairness     float64 `json:"fairness"` // Jain's index over per-worker acquisitions
+	MinMax       float64 `json:"min_max"`  // fewest acquisitions of any worker / most
+	Errors       int     `json:"errors"`   // Lock calls that failed before the run's end
+	// Handoff: how our waits ended and how many acquisitions were passed
+	// on inside the process (nil for the others).
+	Handoff *HandoffStat `json:"handoff,omitempty"`
 }
 
 // AllocStat is allocations per acquire+release cycle.
@@ -50,22 +57,27 @@ type AllocStat struct {
 // Results of one bench run: with --repeat N, every figure is the median of
 // the N runs (cycle and error counts are totals), and Runs keeps each run.
 type Results struct {
-	Date        string                      `json:"date"`
-	Quick       bool                        `json:"quick"`
-	Repeat      int                         `json:"repeat"`
-	Machine     string                      `json:"machine"`
-	Uncontended map[int]map[string]Stat     `json:"uncontended_by_nodes"`
-	SlowNode    map[string]map[string]Stat  `json:"one_of_five_slow"`
-	Contention  map[int]map[string]ContStat `json:"hot_key_by_workers"`
-	Independent map[string]Stat             `json:"independent_keys_64"`
-	Allocs      map[string]AllocStat        `json:"allocs_5_nodes"`
-	Goals       []Goal                      `json:"goals,omitempty"`
-	Runs        []*Results                  `json:"runs,omitempty"`
+	Date        string                       `json:"date"`
+	Quick       bool                         `json:"quick"`
+	Repeat      int                          `json:"repeat"`
+	Machine     string                       `json:"machine"`
+	Uncontended map[int]map[string]Stat      `json:"uncontended_by_nodes"`
+	SlowNode    map[string]map[string]Stat   `json:"one_of_five_slow"`
+	Contention  map[int]map[string]ContStat  `json:"hot_key_by_workers"`
+	Processes   map[string]ProcStat          `json:"hot_key_processes,omitempty"`
+	Independent map[string]Stat              `json:"independent_keys_64"`
+	Allocs      map[string]AllocStat         `json:"allocs_5_nodes"`
+	Watchdog    map[int]map[string]WatchStat `json:"watchdog_cost_by_locks,omitempty"`
+	Goals       []Goal                       `json:"goals,omitempty"`
+	// Seconds is the time each scenario took (summed over the runs).
+	Seconds map[string]float64 `json:"seconds_by_scenario,omitempty"`
+	Runs    []*Results         `json:"runs,omitempty"`
 }
 
 func newResults() *Results {
 	return &Results{Uncontended: map[int]map[string]Stat{}, SlowNode: map[string]map[string]Stat{},
-		Contention: map[int]map[string]ContStat{}, Independent: map[string]Stat{}, Allocs: map[string]AllocStat{}}
+		Contention: map[int]map[string]ContStat{}, Processes: map[string]ProcStat{}, Independent: map[string]Stat{},
+		Allocs: map[string]AllocStat{}, Watchdog: map[int]map[string]WatchStat{}, Seconds: map[string]float64{}}
 }
 
 // Goal is one target of issue 4 and whether this run met it.
@@ -79,15 +91,18 @@ type benchCfg struct {
 	iters       int            // uncontended cycles per contender and N
 	block       int            // cycles per contender before switching
 	slowIters   map[string]int // redsync caps per slow scenario (per run)
-	contention  time.Duration
+	contention  time.Duration  // hot key, in one process and across processes
 	independent time.Duration
 	ns          []int
+	procs       int // processes of the cross-process hot key
+	procWorkers int // workers in each
+	watch       watchCfg
 	repeat      int
 	only        map[string]bool // scenarios to run; all when empty
 }
 
 // scenarios are the names --only accepts, in the order they run.
-var scenarios = []string{"uncontended", "slow", "contention", "independent", "allocs"}
+var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "allocs", "watchdog"}
 
 func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[name] }
 
@@ -97,14 +112,36 @@ func cmdBench(args []string, out, errOut io.Writer) error {
 	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: bench/results at the repo root)")
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(scenarios, ", ")+" (default: all)")
+	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
+	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
+	if len(args) > 0 && args[0] == "worker" {
+		return cmdBenchWorker(args[1:], out)
+	}
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
-	cfg := benchCfg{iters: 2000, block: 100, contention: 5 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
-		slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, repeat: 3}
+	cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
+		slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, procs: 3, procWorkers: 8,
+		watch: watchCfg{locks: []int{10, 1000, 10000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 3}
 	if *quick {
 		cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, ns: []int{1, 3, 5},
-			slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, repeat: 1}
+			slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, procs: 3, procWorkers: 8,
+			watch: watchCfg{locks: []int{10, 1000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 1}
+	}
+	if *procs != "" {
+		if _, err := fmt.Sscanf(*procs, "%dx%d", &cfg.procs, &cfg.procWorkers); err != nil || cfg.procs < 1 || cfg.procWorkers < 1 {
+			return usageErr("--processes %q: want PxW, e.g. 3x8", *procs)
+		}
+	}
+	if *locks != "" {
+		cfg.watch.locks = nil
+		for _, f := range splitURLs(*locks) {
+			var n int
+			if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
+				return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
+			}
+			cfg.watch.locks = append(cfg.watch.locks, n)
+		}
 	}
 	if *repeat < 0 {
 		return usageErr("--repeat %d: must be at least 1", *repeat)
@@ -129,14 +166,15 @@ func cmdBench(args []string, out, errOut io.Writer) error {
 	steps := 0
 	for _, name := range scenarios {
 		if cfg.runs(name) {
-			steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "independent": 1, "allocs": 1}[name]
+			steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "allocs": 1,
+				"watchdog": len(cfg.watch.locks)}[name]
 		}
 	}
 	p := &progress{w: errOut, total: steps * cfg.repeat}
 	var runs []*Results
 	for r := 0; r < cfg.repeat; r++ {
 		p.run = fmt.Sprintf("run %d/%d", r+1, cfg.repeat)
-		res, err := benchOnce(cfg, p)
+		res, err := benchOnce(cfg, r, p)
 		if err != nil {
 			return err
 		}
@@ -168,66 +206,133 @@ func cmdBench(args []string, out, errOut io.Writer) error {
 	return nil
 }
 
-// benchOnce runs every selected scenario once, each on fresh nodes.
-func benchOnce(cfg benchCfg, p *progress) (*Results, error) {
+// benchOnce runs every selected scenario once (run r of the repeats),
+// each on fresh nodes, and records how long each took.
+func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 	res := newResults()
+	timed := func(name string, fn func() error) error {
+		t0 := time.Now()
+		err := fn()
+		res.Seconds[name] += time.Since(t0).Seconds()
+		return err
+	}
 	if cfg.runs("uncontended") {
 		for _, n := range cfg.ns {
 			p.step(fmt.Sprintf("uncontended, %d nodes", n))
-			if err := withNodes(n, func(nodes []localNode, urls []string) error {
-				cs, err := newContenders(urls)
-				if err != nil {
-					return err
-				}
-				defer closeContenders(cs)
-				res.Uncontended[n] = uncontended(cs, cfg.iters, cfg.block, nil)
-				return nil
+			if err := timed("uncontended", func() error {
+				return withNodes(n, func(nodes []localNode, urls []string) error {
+					cs, err := newContenders(urls)
+					if err != nil {
+						return err
+					}
+					defer closeContenders(cs)
+					res.Uncontended[n] = uncontended(cs, cfg.iters, cfg.block, nil)
+					return nil
+				})
 			}); err != nil {
 				return nil, err
 			}
 		}
 	}
 	if cfg.runs("slow") {
-		if err := withNodes(5, func(nodes []localNode, urls []string) error {
-			return slowScenarios(cfg, nodes, urls, res, p)
+		if err := timed("slow", func() error {
+			return withNodes(5, func(nodes []localNode, urls []string) error {
+				return slowScenarios(cfg, nodes, urls, res, p)
+			})
 		}); err != nil {
 			return nil, err
 		}
 	}
-	if !cfg.runs("contention") && !cfg.runs("independent") && !cfg.runs("allocs") {
-		return res, nil
-	}
-	err := withNodes(5, func(nodes []localNode, urls []string) error {
-		cs, err := newContenders(urls)
-		if err != nil {
-			return err
-		}
-		defer closeContenders(cs)
-		if cfg.runs("contention") {
-			for _, w := range []int{8, 64} {
-				p.step(fmt.Sprintf("hot key, %d workers", w))
-				res.Contention[w] = map[string]ContStat{}
-				for _, c := range cs {
-					res.Contention[w][c.name()] = contention(c, w, cfg.contention)
+	if cfg.runs("contention") || cfg.runs("processes") || cfg.runs("independent") || cfg.runs("allocs") {
+		err := withNodes(5, func(nodes []localNode, urls []string) error {
+			cs, err := newContenders(urls)
+			if err != nil {
+				return err
+			}
+			defer closeContenders(cs)
+			if cfg.runs("contention") {
+				_ = timed("contention", func() error {
+					for _, w := range []int{8, 64} {
+						p.step(fmt.Sprintf("hot key, %d workers", w))
+						res.Contention[w] = map[string]ContStat{}
+						for _, c := range cs {
+							res.Contention[w][c.name()] = contention(c, w, cfg.contention)
+						}
+					}
+					return nil
+				})
+			}
+			if cfg.runs("processes") {
+				p.step(fmt.Sprintf("hot key, %d processes x %d workers", cfg.procs, cfg.procWorkers))
+				if err := timed("processes", func() error {
+					for _, lib := range alternate([]string{"redlock", "redsync"}, r) {
+						s, err := processes(lib, urls, cfg.procs, cfg.procWorkers, cfg.contention, fmt.Sprintf("hotproc:%s:%d", lib, r))
+						if err != nil {
+							return fmt.Errorf("processes, %s: %w", lib, err)
+						}
+						res.Processes[lib] = s
+					}
+					return nil
+				}); err != nil {
+					return err
 				}
 			}
-		}
-		if cfg.runs("independent") {
-			p.step("independent keys, 64 goroutines")
-			for _, c := range cs {
-				res.Independent[c.name()] = independent(c, 64, cfg.independent)
+			if cfg.runs("independent") {
+				p.step("independent keys, 64 goroutines")
+				_ = timed("independent", func() error {
+					for _, c := range cs {
+						res.Independent[c.name()] = independent(c, 64, cfg.independent)
+					}
+					return nil
+				})
 			}
-		}
-		if cfg.runs("allocs") {
-			p.step("allocations per cycle")
-			testing.Init()
-			for _, c := range cs {
-				res.Allocs[c.name()] = allocs(c)
+			if cfg.runs("allocs") {
+				p.step("allocations per cycle")
+				testing.Init()
+				_ = timed("allocs", func() error {
+					for _, c := range cs {
+						res.Allocs[c.name()] = allocs(c)
+					}
+					return nil
+				})
 			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
 		}
-		return nil
-	})
-	return res, err
+	}
+	if cfg.runs("watchdog") {
+		if err := timed("watchdog", func() error {
+			return withNodes(5, func(nodes []localNode, urls []string) error {
+				for _, n := range cfg.watch.locks {
+					p.step(fmt.Sprintf("watchdog cost, %d locks", n))
+					res.Watchdog[n] = map[string]WatchStat{}
+					for _, lib := range alternate([]string{"redlock", "redsync"}, r) {
+						s, err := watchdogCost(lib, urls, n, cfg.watch)
+						if err != nil {
+							return fmt.Errorf("watchdog cost, %s, %d locks: %w", lib, n, err)
+						}
+						res.Watchdog[n][lib] = s
+					}
+				}
+				return nil
+			})
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// alternate returns libs in order for even runs and reversed for odd ones,
+// so that neither always goes first.
+func alternate(libs []string, run int) []string {
+	out := append([]string(nil), libs...)
+	if run%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
 }
 
 // merge folds runs into one Results: the median of every figure, the sum
@@ -254,7 +359,26 @@ func merge(runs []*Results) *Results {
 				WaitP99us:    median(cs, func(c ContStat) float64 { return c.WaitP99us }),
 				WaitMaxUs:    median(cs, func(c ContStat) float64 { return c.WaitMaxUs }),
 				Fairness:     median(cs, func(c ContStat) float64 { return c.Fairness }),
+				MinMax:       median(cs, func(c ContStat) float64 { return c.MinMax }),
+				Handoff:      mergeHandoff(each(cs, func(c ContStat) *HandoffStat { return c.Handoff })),
 			}
+			for _, c := range cs {
+				out.Contention[w][lib] = addErrors(out.Contention[w][lib], c.Errors)
+			}
+		}
+	}
+	for lib, ps := range group(each(runs, func(r *Results) map[string]ProcStat { return r.Processes })) {
+		out.Processes[lib] = mergeProcs(ps)
+	}
+	for n, ms := range group(each(runs, func(r *Results) map[int]map[string]WatchStat { return r.Watchdog })) {
+		out.Watchdog[n] = map[string]WatchStat{}
+		for lib, ws := range group(ms) {
+			out.Watchdog[n][lib] = mergeWatch(ws)
+		}
+	}
+	for _, r := range runs {
+		for k, v := range r.Seconds {
+			out.Seconds[k] += v
 		}
 	}
 	for lib, as := range group(each(runs, func(r *Results) map[string]AllocStat { return r.Allocs })) {
@@ -266,13 +390,37 @@ func merge(runs []*Results) *Results {
 	return out
 }
 
-// each returns f of every run.
-func each[T any](runs []*Results, f func(*Results) T) []T {
-	out := make([]T, len(runs))
-	for i, r := range runs {
-		out[i] = f(r)
+// each returns f of every x.
+func each[X, T any](xs []X, f func(X) T) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
 	}
 	return out
+}
+
+func addErrors(c ContStat, n int) ContStat { c.Errors += n; return c }
+
+// mergeHandoff is the median of every hand-off counter; nil if the runs
+// have none.
+func mergeHandoff(hs []*HandoffStat) *HandoffStat {
+	var in []*HandoffStat
+	for _, h := range hs {
+		if h != nil {
+			in = append(in, h)
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	return &HandoffStat{
+		Passed:      median(in, func(h *HandoffStat) float64 { return h.Passed }),
+		PassedShare: median(in, func(h *HandoffStat) float64 { return h.PassedShare }),
+		Notified:    median(in, func(h *HandoffStat) float64 { return h.Notified }),
+		Local:       median(in, func(h *HandoffStat) float64 { return h.Local }),
+		Promoted:    median(in, func(h *HandoffStat) float64 { return h.Promoted }),
+		Timer:       median(in, func(h *HandoffStat) float64 { return h.Timer }),
+	}
 }
 
 // group collects, per key, the values the maps hold under it.
@@ -425,15 +573,42 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 
 // contention: workers fight for one key, holding it 1ms each time.
 func contention(c contender, workers int, dur time.Duration) ContStat {
+	var before handoff.Stats
+	h, isH := c.(handoffer)
+	if isH {
+		before = h.handoffStats()
+	}
+	r := hammer(c, "hot:"+c.name()+fmt.Sprint(workers), workers, dur, time.Millisecond)
+	s := ContStat{Acquisitions: len(r.waits), Utilization: float64(r.busy) / float64(r.end.Sub(r.start)),
+		Fairness: jain(r.counts), MinMax: minMax(r.counts), Errors: r.errs}
+	if len(r.waits) > 0 {
+		s.WaitP50us, s.WaitP99us, s.WaitMaxUs = us(quantile(r.waits, 0.5)), us(quantile(r.waits, 0.99)), us(quantile(r.waits, 1))
+	}
+	if isH {
+		s.Handoff = handoffDelta(before, h.handoffStats(), s.Acquisitions)
+	}
+	return s
+}
+
+// hammered is what hammer measured.
+type hammered struct {
+	counts     []int           // acquisitions per worker
+	busy       time.Duration   // time spent holding the lock, all workers
+	waits      []time.Duration // of every acquisition
+	errs       int             // Lock calls that failed before the end
+	start, end time.Time       // of the run: from the workers' start to the last one's return
+}
+
+// hammer runs workers that take key, hold it for hold and release it, over
+// and over, for dur.
+func hammer(c contender, key string, workers int, dur, hold time.Duration) hammered {
 	ctx, cancel := context.WithTimeout(context.Background(), dur)
 	defer cancel()
-	key := "hot:" + c.name() + fmt.Sprint(workers)
 	var busy atomic.Int64
 	var mu sync.Mutex
-	var waits []time.Duration
-	counts := make([]int, workers)
+	r := hammered{counts: make([]int, workers)}
 	var wg sync.WaitGroup
-	start := time.Now()
+	r.start = time.Now()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
@@ -442,27 +617,41 @@ func contention(c contender, workers int, dur time.Duration) ContStat {
 				t0 := time.Now()
 				unlock, err := c.lock(ctx, key)
 				if err != nil {
+					if ctx.Err() == nil {
+						mu.Lock()
+						r.errs++
+						mu.Unlock()
+					}
 					continue
 				}
 				wait := time.Since(t0)
 				in := time.Now()
-				time.Sleep(time.Millisecond)
+				time.Sleep(hold)
 				busy.Add(int64(time.Since(in)))
 				_ = unlock()
 				mu.Lock()
-				waits = append(waits, wait)
-				counts[w]++
+				r.waits = append(r.waits, wait)
+				r.counts[w]++
 				mu.Unlock()
 			}
 		}(w)
 	}
 	wg.Wait()
-	el := time.Since(start)
-	s := ContStat{Acquisitions: len(waits), Utilization: float64(busy.Load()) / float64(el), Fairness: jain(counts)}
-	if len(waits) > 0 {
-		s.WaitP50us, s.WaitP99us, s.WaitMaxUs = us(quantile(waits, 0.5)), us(quantile(waits, 0.99)), us(quantile(waits, 1))
+	r.end = time.Now()
+	r.busy = time.Duration(busy.Load())
+	return r
+}
+
+// minMax is the fewest of x over the most; 0 for none.
+func minMax(x []int) float64 {
+	if len(x) == 0 {
+		return 0
 	}
-	return s
+	lo, hi := slices.Min(x), slices.Max(x)
+	if hi == 0 {
+		return 0
+	}
+	return float64(lo) / float64(hi)
 }
 
 func jain(x []int) float64 {
@@ -526,6 +715,14 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2f", a/b)
 }
 
+// posRatio is ratio for figures that are noise unless positive.
+func posRatio(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return "-"
+	}
+	return ratio(a, b)
+}
+
 func goals(r *Results) []Goal {
 	var g []Goal
 	if s, ok := r.Uncontended[5]; ok {
@@ -539,6 +736,36 @@ func goals(r *Results) []Goal {
 			g = append(g, Goal{"one of five " + k + ": p99 within 2x of the healthy p99",
 				fmt.Sprintf("%.0fµs vs healthy %.0fµs (go-redsync %.0fµs)", p, h, r.SlowNode[k]["redsync"].P99us), p <= 2*h})
 		}
+	}
+	for _, t := range []struct {
+		workers      int
+		util, minMax float64
+		p99, max     float64 // ms
+	}{{8, 0.90, 0.8, 25, 100}, {64, 0.90, 0.6, 300, 600}} {
+		c, ok := r.Contention[t.workers]
+		if !ok {
+			continue
+		}
+		o, s := c["redlock"], c["redsync"]
+		hot := fmt.Sprintf("hot key, %d workers: ", t.workers)
+		g = append(g,
+			Goal{hot + fmt.Sprintf("utilization >= %.0f%%", 100*t.util),
+				fmt.Sprintf("%.0f%% (go-redsync %.0f%%)", 100*o.Utilization, 100*s.Utilization), o.Utilization >= t.util},
+			Goal{hot + fmt.Sprintf("wait p99 <= %.0f ms", t.p99),
+				fmt.Sprintf("%.1f ms (go-redsync %.1f ms)", o.WaitP99us/1000, s.WaitP99us/1000), o.WaitP99us <= t.p99*1000},
+			Goal{hot + fmt.Sprintf("wait max <= %.0f ms", t.max),
+				fmt.Sprintf("%.1f ms (go-redsync %.1f ms)", o.WaitMaxUs/1000, s.WaitMaxUs/1000), o.WaitMaxUs <= t.max*1000},
+			Goal{hot + fmt.Sprintf("min:max acquisitions per worker >= %.1f", t.minMax),
+				fmt.Sprintf("%.2f (go-redsync %.2f)", o.MinMax, s.MinMax), o.MinMax >= t.minMax})
+	}
+	if p, ok := r.Processes["redlock"]; ok {
+		s := r.Processes["redsync"]
+		hot := fmt.Sprintf("hot key, %d processes x %d workers: ", p.Processes, p.Workers)
+		g = append(g,
+			Goal{hot + "utilization >= 85%", fmt.Sprintf("%.0f%% (go-redsync %.0f%%)", 100*p.Utilization, 100*s.Utilization), p.Utilization >= 0.85},
+			Goal{hot + "no process starved (min:max acquisitions per process >= 0.8)",
+				fmt.Sprintf("%.2f, %s (go-redsync %.2f, %s)", p.ProcMinMax, joinInts(p.PerProcess), s.ProcMinMax, joinInts(s.PerProcess)),
+				p.ProcMinMax >= 0.8})
 	}
 	if len(r.Independent) > 0 {
 		g = append(g, Goal{"independent keys cycles/s at least go-redsync's",
@@ -584,17 +811,32 @@ func markdown(r *Results) string {
 		}
 	}
 	if len(r.Contention) > 0 {
-		b.WriteString("\n### Hot key, 1 ms critical section\n\n| workers | lib | acquisitions | utilization | wait p50 | wait p99 | wait max | fairness (Jain) |\n|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("\n### Hot key, 5 nodes, 1 ms critical section\n\n| workers | lib | acquisitions | utilization | wait p50 | wait p99 | wait max | fairness (Jain) | min:max per worker | passed without a round trip | waits ended by notification / local release / previous waiter left / timer | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, w := range []int{8, 64} {
 			for _, lib := range []string{"redlock", "redsync", "single-node"} {
 				c := r.Contention[w][lib]
-				fmt.Fprintf(&b, "| %d | %s | %d | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f |\n", w, lib, c.Acquisitions, 100*c.Utilization,
-					c.WaitP50us/1000, c.WaitP99us/1000, c.WaitMaxUs/1000, c.Fairness)
+				fmt.Fprintf(&b, "| %d | %s | %d | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f | %.2f | %s | %s | %d |\n", w, lib, c.Acquisitions, 100*c.Utilization,
+					c.WaitP50us/1000, c.WaitP99us/1000, c.WaitMaxUs/1000, c.Fairness, c.MinMax, passedCell(c.Handoff), wakesCell(c.Handoff), c.Errors)
 			}
 			o, s := r.Contention[w]["redlock"], r.Contention[w]["redsync"]
-			fmt.Fprintf(&b, "| %d | ratio | %s | %s | %s | %s | %s | %s |\n", w, ratio(float64(o.Acquisitions), float64(s.Acquisitions)),
-				ratio(o.Utilization, s.Utilization), ratio(o.WaitP50us, s.WaitP50us), ratio(o.WaitP99us, s.WaitP99us), ratio(o.WaitMaxUs, s.WaitMaxUs), ratio(o.Fairness, s.Fairness))
+			fmt.Fprintf(&b, "| %d | ratio | %s | %s | %s | %s | %s | %s | %s | | | |\n", w, ratio(float64(o.Acquisitions), float64(s.Acquisitions)),
+				ratio(o.Utilization, s.Utilization), ratio(o.WaitP50us, s.WaitP50us), ratio(o.WaitP99us, s.WaitP99us), ratio(o.WaitMaxUs, s.WaitMaxUs),
+				ratio(o.Fairness, s.Fairness), ratio(o.MinMax, s.MinMax))
 		}
+	}
+	if len(r.Processes) > 0 {
+		o, s := r.Processes["redlock"], r.Processes["redsync"]
+		fmt.Fprintf(&b, "\n### Hot key across processes: %d processes x %d workers, one key, 5 nodes, 1 ms critical section\n\n", o.Processes, o.Workers)
+		b.WriteString("| lib | acquisitions | per process | utilization | wait p50 | wait p99 | wait max | min:max per process | min:max per worker | fairness (Jain) | passed without a round trip | waits ended by notification / local release / previous waiter left / timer | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, lib := range []string{"redlock", "redsync"} {
+			p := r.Processes[lib]
+			fmt.Fprintf(&b, "| %s | %d | %s | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f | %.2f | %.2f | %s | %s | %d |\n", lib, p.Acquisitions, joinInts(p.PerProcess),
+				100*p.Utilization, p.WaitP50us/1000, p.WaitP99us/1000, p.WaitMaxUs/1000, p.ProcMinMax, p.WorkerMinMax, p.Fairness,
+				passedCell(p.Handoff), wakesCell(p.Handoff), p.Errors)
+		}
+		fmt.Fprintf(&b, "| ratio | %s | | %s | %s | %s | %s | %s | %s | %s | | | |\n", ratio(float64(o.Acquisitions), float64(s.Acquisitions)),
+			ratio(o.Utilization, s.Utilization), ratio(o.WaitP50us, s.WaitP50us), ratio(o.WaitP99us, s.WaitP99us), ratio(o.WaitMaxUs, s.WaitMaxUs),
+			ratio(o.ProcMinMax, s.ProcMinMax), ratio(o.WorkerMinMax, s.WorkerMinMax), ratio(o.Fairness, s.Fairness))
 	}
 	if len(r.Independent) > 0 {
 		o, s, f := r.Independent["redlock"], r.Independent["redsync"], r.Independent["single-node"]
@@ -607,13 +849,94 @@ func markdown(r *Results) string {
 			ao.AllocsPerCycle, as.AllocsPerCycle, ratio(float64(ao.AllocsPerCycle), float64(as.AllocsPerCycle)), af.AllocsPerCycle,
 			ao.BytesPerCycle, as.BytesPerCycle, ratio(float64(ao.BytesPerCycle), float64(as.BytesPerCycle)), af.BytesPerCycle)
 	}
+	if len(r.Watchdog) > 0 {
+		var ns []int
+		var w0 WatchStat
+		for n, m := range r.Watchdog {
+			ns = append(ns, n)
+			w0 = m["redlock"]
+		}
+		sort.Ints(ns)
+		fmt.Fprintf(&b, "\n### Cost of held locks: watchdog (ours) vs one goroutine per lock calling Extend (go-redsync), 5 nodes, lease %v renewed every %v\n\n",
+			time.Duration(w0.LeaseMs)*time.Millisecond, time.Duration(w0.EveryMs)*time.Millisecond)
+		b.WriteString("Per renewal interval, measured over a window of whole intervals while the locks are held. CPU: this process, above its idle rate (in brackets); ~0 where the difference is below the noise. Memory per lock: growth from before the locks were taken (heap after GC; goroutine stacks); ~0 where it shrank (noise, at 10 locks). renewals failed: during the whole hold.\n\n")
+		b.WriteString("| locks | lib | round trips / interval (busiest node) | renewals / interval | CPU / interval (idle) | CPU per renewal | goroutines idle (peak) | heap per lock | stacks per lock | acquire all | renewals failed / locks lost |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, n := range ns {
+			for _, lib := range []string{"redlock", "redsync"} {
+				w := r.Watchdog[n][lib]
+				fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %s | %s | %d (%d) | %s | %s | %.2fs | %d/%d |\n", n, lib, w.RoundTrips, w.Renewals, cpuCell(w),
+					perRenewal(w), w.GoroutinesIdle, w.GoroutinesPeak, bytesCell(w.HeapPerLock), bytesCell(w.StackPerLock), w.AcquireMs/1000, w.RenewFailed, w.Lost)
+			}
+			o, s := r.Watchdog[n]["redlock"], r.Watchdog[n]["redsync"]
+			fmt.Fprintf(&b, "| %d | ratio | %s | %s | %s | %s | %s | %s | %s | %s | |\n", n, ratio(o.RoundTrips, s.RoundTrips), ratio(o.Renewals, s.Renewals),
+				posRatio(o.CPUms, s.CPUms), posRatio(o.CPUms/o.Renewals, s.CPUms/s.Renewals), ratio(float64(o.GoroutinesIdle), float64(s.GoroutinesIdle)),
+				posRatio(o.HeapPerLock, s.HeapPerLock), posRatio(o.StackPerLock, s.StackPerLock), ratio(o.AcquireMs, s.AcquireMs))
+		}
+	}
 	if len(r.Goals) > 0 {
 		b.WriteString("\n### Goals\n\n| goal | figure | met |\n|---|---|---|\n")
 		for _, g := range r.Goals {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", g.Goal, g.Figure, map[bool]string{true: "yes", false: "**no**"}[g.Met])
 		}
 	}
+	if len(r.Seconds) > 0 {
+		var parts []string
+		for _, name := range scenarios {
+			if v, ok := r.Seconds[name]; ok {
+				parts = append(parts, fmt.Sprintf("%s %.0fs", name, v))
+			}
+		}
+		fmt.Fprintf(&b, "\nTime per scenario (all runs): %s.\n", strings.Join(parts, ", "))
+	}
 	return b.String()
+}
+
+// passedCell is the acquisitions passed on with no round trip, and their
+// share; "-" for libraries without hand-off.
+func passedCell(h *HandoffStat) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f (%.0f%%)", h.Passed, 100*h.PassedShare)
+}
+
+// wakesCell is how the waits ended: by the nodes' notification, by a
+// release in the same process, by the previous waiter leaving (the next
+// one tries at once), by the timer.
+func wakesCell(h *HandoffStat) string {
+	if h == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f / %.0f", h.Notified, h.Local, h.Promoted, h.Timer)
+}
+
+func perRenewal(w WatchStat) string {
+	if w.Renewals <= 0 || w.CPUms <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0fµs", 1000*w.CPUms/w.Renewals)
+}
+
+func cpuCell(w WatchStat) string {
+	if w.CPUms <= 0 {
+		return fmt.Sprintf("~0 (%.0fms)", w.IdleCPUms)
+	}
+	return fmt.Sprintf("%.0fms (%.0fms)", w.CPUms, w.IdleCPUms)
+}
+
+func bytesCell(v float64) string {
+	if v <= 0 {
+		return "~0"
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+func joinInts(x []int) string {
+	s := make([]string, len(x))
+	for i, v := range x {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, "/")
 }
 
 // progress draws a bar on stderr.

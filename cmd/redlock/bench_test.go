@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMedianAndMerge(t *testing.T) {
@@ -36,10 +38,103 @@ func TestMedianAndMerge(t *testing.T) {
 	if u := m.Contention[8]["redlock"].Utilization; u != 0.2 {
 		t.Errorf("merged utilization = %v, want 0.2", u)
 	}
+
+	if got := minMax([]int{5, 10, 8}); got != 0.5 {
+		t.Errorf("minMax = %v, want 0.5", got)
+	}
+	if got := minMax([]int{0, 0}); got != 0 {
+		t.Errorf("minMax of zeros = %v, want 0", got)
+	}
+	// Two processes' reports: sums, the wall time from the first start
+	// to the last end, the min:max per process and per worker.
+	ms := int64(time.Millisecond)
+	p := aggregate([]workerReport{
+		{Counts: []int{3, 1}, BusyNs: 4 * ms, WaitsNs: []int64{ms, ms, ms, 9 * ms}, StartNs: 10 * ms, EndNs: 15 * ms, Handoff: &HandoffStat{Passed: 2}},
+		{Counts: []int{2, 2}, BusyNs: 4 * ms, WaitsNs: []int64{ms, ms, ms, ms}, StartNs: 11 * ms, EndNs: 20 * ms, Handoff: &HandoffStat{Passed: 1, Notified: 1}},
+	}, 2)
+	if p.Acquisitions != 8 || p.Utilization != 0.8 || !slices.Equal(p.PerProcess, []int{4, 4}) || p.ProcMinMax != 1 ||
+		p.WorkerMinMax != 1.0/3 || p.WaitMaxUs != 9000 || p.Handoff.Passed != 3 || p.Handoff.PassedShare != 3.0/8 || p.Handoff.Notified != 1 {
+		t.Errorf("aggregate = %+v, handoff %+v", p, p.Handoff)
+	}
+	mp := mergeProcs([]ProcStat{{PerProcess: []int{1, 5}, Utilization: 0.9, Errors: 1}, {PerProcess: []int{3, 2}, Utilization: 0.5, Errors: 2},
+		{PerProcess: []int{4, 4}, Utilization: 0.7}})
+	if !slices.Equal(mp.PerProcess, []int{2, 4}) || mp.Utilization != 0.7 || mp.Errors != 3 || mp.Handoff != nil {
+		t.Errorf("mergeProcs = %+v", mp)
+	}
+	mw := mergeWatch([]WatchStat{{Locks: 10, CPUms: 1, RenewFailed: 1}, {Locks: 10, CPUms: 3}, {Locks: 10, CPUms: 2, Lost: 4}})
+	if mw.Locks != 10 || mw.CPUms != 2 || mw.RenewFailed != 1 || mw.Lost != 4 {
+		t.Errorf("mergeWatch = %+v", mw)
+	}
+	info := "# Commandstats\r\ncmdstat_eval:calls=7,usec=1\r\ncmdstat_evalsha:calls=42,usec=99,usec_per_call=2.3\r\n"
+	if e, es, x := commandCalls(info, "eval"), commandCalls(info, "evalsha"), commandCalls(info, "set"); e != 7 || es != 42 || x != 0 {
+		t.Errorf("commandCalls: eval %d, evalsha %d, set %d", e, es, x)
+	}
+}
+
+// The hot-key row's new figures: min:max per worker and, for ours, the
+// hand-off counters (a short run; no figure is judged).
+func TestContentionHandoffFields(t *testing.T) {
+	urls := nodes(t, 3)
+	o, err := newOurs(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.close()
+	s := contention(o, 4, 500*time.Millisecond)
+	if s.Acquisitions == 0 || s.MinMax < 0 || s.MinMax > 1 || s.Handoff == nil ||
+		s.Handoff.Passed+s.Handoff.Notified+s.Handoff.Local+s.Handoff.Promoted+s.Handoff.Timer == 0 {
+		t.Fatalf("contention = %+v, handoff %+v", s, s.Handoff)
+	}
+}
+
+// The new scenarios at tiny sizes: 2 processes x 2 workers (this test
+// binary started again as `bench worker`) and 10 watchdog locks; the JSON
+// and the markdown carry their fields. Figures are not judged.
+func TestBenchProcessesWatchdog(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "processes,watchdog", "--processes", "2x2", "--watchdog-locks", "10", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Hot key across processes: 2 processes x 2 workers", "Cost of held locks", "no process starved", "Time per scenario"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, lib := range []string{"redlock", "redsync"} {
+		p := r.Processes[lib]
+		if p.Processes != 2 || p.Workers != 2 || len(p.PerProcess) != 2 || p.Acquisitions == 0 || p.Utilization <= 0 || p.WaitMaxUs <= 0 {
+			t.Errorf("processes, %s: %+v", lib, p)
+		}
+		if (lib == "redlock") != (p.Handoff != nil) {
+			t.Errorf("processes, %s: handoff %+v", lib, p.Handoff)
+		}
+		w := r.Watchdog[10][lib]
+		if w.Locks != 10 || w.EveryMs <= 0 || w.WindowMs <= 0 || w.RoundTrips <= 0 || w.Renewals <= 0 {
+			t.Errorf("watchdog, %s: %+v", lib, w)
+		}
+	}
+	// The raw keys, as a reader of the JSON sees them.
+	for _, key := range []string{`"hot_key_processes"`, `"process_min_max"`, `"worker_min_max"`, `"watchdog_cost_by_locks"`,
+		`"round_trips_per_interval"`, `"cpu_ms_per_interval"`, `"goroutines_idle"`, `"heap_bytes_per_lock"`, `"seconds_by_scenario"`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("results.json lacks %s", key)
+		}
+	}
 }
 
 func TestBenchBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"bench", "--only", "bogus"}, {"bench", "--repeat", "-1"}, {"bench", "--nope"}} {
+	for _, args := range [][]string{{"bench", "--only", "bogus"}, {"bench", "--repeat", "-1"}, {"bench", "--nope"},
+		{"bench", "--processes", "3"}, {"bench", "--processes", "0x8"}, {"bench", "--watchdog-locks", "10,x"}, {"bench", "--watchdog-locks", "0"},
+		{"bench", "worker", "--lib", "bogus", "--nodes", "redis://127.0.0.1:1"}, {"bench", "worker"}} {
 		if code, _, errOut := runCmd(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	mrand "math/rand/v2"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/handoff"
 )
 
 // contender is one lock implementation under test. lock blocks until
@@ -54,6 +56,56 @@ func (o *ours) lock(ctx context.Context, key string) (func() error, error) {
 	return func() error { return l.Release(context.Background()) }, nil
 }
 func (o *ours) close() { _ = o.c.Close() }
+
+// handoffer is a contender that counts how its waits ended and the locks
+// it passed on without a round trip (ours).
+type handoffer interface{ handoffStats() handoff.Stats }
+
+func (o *ours) handoffStats() handoff.Stats { return o.c.HandoffStats() }
+
+// HandoffStat is what our hand-off did during a run: counter deltas of
+// Client.HandoffStats.
+type HandoffStat struct {
+	Passed      float64 `json:"passed"`       // acquisitions passed on by a local Release, with no round trip
+	PassedShare float64 `json:"passed_share"` // Passed / acquisitions
+	Notified    float64 `json:"notified"`     // waits ended by the nodes' release notification
+	Local       float64 `json:"local"`        // waits ended by a release in this process
+	Promoted    float64 `json:"promoted"`     // waits ended because the previous waiter left
+	Timer       float64 `json:"timer"`        // waits ended by the backoff timer (the polling fallback)
+}
+
+// handoffDelta is the hand-off counters from a to b, for acq acquisitions.
+func handoffDelta(a, b handoff.Stats, acq int) *HandoffStat {
+	h := &HandoffStat{Passed: float64(b.Handed - a.Handed), Notified: float64(b.Notified - a.Notified),
+		Local: float64(b.Local - a.Local), Promoted: float64(b.Promoted - a.Promoted), Timer: float64(b.Timer - a.Timer)}
+	if acq > 0 {
+		h.PassedShare = h.Passed / float64(acq)
+	}
+	return h
+}
+
+// add sums hand-off counters (of several processes).
+func (h *HandoffStat) add(o *HandoffStat) {
+	h.Passed += o.Passed
+	h.Notified += o.Notified
+	h.Local += o.Local
+	h.Promoted += o.Promoted
+	h.Timer += o.Timer
+}
+
+// contenderByName makes one contender ("redlock", "redsync" or
+// "single-node", the last on the first node).
+func contenderByName(lib string, urls []string) (contender, error) {
+	switch lib {
+	case "redlock":
+		return newOurs(urls)
+	case "redsync":
+		return newRsync(urls)
+	case "single-node":
+		return newSingle(urls[0])
+	}
+	return nil, fmt.Errorf("unknown contender %q (have redlock, redsync, single-node)", lib)
+}
 
 // rsync: go-redsync v4 with its defaults (32 tries, 50-250ms retry delay,
 // drift factor 0.01, no fail-fast), over go-redis v9 clients with default

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -19,7 +20,13 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	if os.Getenv(benchWorkerEnv) != "" { // a process of the bench's processes scenario: see processes
+		redis.SetLogger(quiet{})
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
+	goleak.VerifyTestMain(m)
+}
 
 func nodes(t *testing.T, n int) []string {
 	t.Helper()
@@ -48,7 +55,8 @@ func TestDemo(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"5 nodes on", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:"} {
+	for _, want := range []string{"5 nodes on", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:",
+		" util ", " passed ", "hand-off:", "acquisitions passed on without a round trip", "waits ended by:   release notification"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
@@ -62,7 +70,8 @@ func TestDemoEmbedded(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"5 nodes on embedded in-process nodes", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:"} {
+	for _, want := range []string{"5 nodes on embedded in-process nodes", "overlaps:         0", "node 3", "stopped", "back", "acquisitions:",
+		" util ", "hand-off:", "acquisitions passed on without a round trip"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}
