@@ -869,7 +869,7 @@ func markdown(r *Results) string {
 			}
 			o, s := r.Watchdog[n]["redlock"], r.Watchdog[n]["redsync"]
 			fmt.Fprintf(&b, "| %d | ratio | %s | %s | %s | %s | %s | %s | %s | %s | |\n", n, ratio(o.RoundTrips, s.RoundTrips), ratio(o.Renewals, s.Renewals),
-				posRatio(o.CPUms, s.CPUms), posRatio(o.CPUms/o.Renewals, s.CPUms/s.Renewals), ratio(float64(o.GoroutinesIdle), float64(s.GoroutinesIdle)),
+				posRatio(o.CPUms, s.CPUms), posRatio(cpuPerRenewal(o), cpuPerRenewal(s)), ratio(float64(o.GoroutinesIdle), float64(s.GoroutinesIdle)),
 				posRatio(o.HeapPerLock, s.HeapPerLock), posRatio(o.StackPerLock, s.StackPerLock), ratio(o.AcquireMs, s.AcquireMs))
 		}
 	}
@@ -911,10 +911,19 @@ func wakesCell(h *HandoffStat) string {
 }
 
 func perRenewal(w WatchStat) string {
-	if w.Renewals <= 0 || w.CPUms <= 0 {
-		return "-"
+	if v := cpuPerRenewal(w); v > 0 {
+		return fmt.Sprintf("%.0fµs", v)
 	}
-	return fmt.Sprintf("%.0fµs", 1000*w.CPUms/w.Renewals)
+	return "-"
+}
+
+// cpuPerRenewal is the CPU µs per renewal made; 0 when there is no
+// figure (no renewal, or CPU within the noise).
+func cpuPerRenewal(w WatchStat) float64 {
+	if w.Renewals <= 0 || w.CPUms <= 0 {
+		return 0
+	}
+	return 1000 * w.CPUms / w.Renewals
 }
 
 func cpuCell(w WatchStat) string {

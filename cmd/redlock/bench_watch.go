@@ -283,7 +283,7 @@ func watchdogCost(lib string, urls []string, n int, w watchCfg) (WatchStat, erro
 	// Idle baseline: this process's CPU and goroutines with no lock held
 	// (once the warm-up's last node calls are done), sampled the way the
 	// window samples them.
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond)
 	idle := watchSample(watchIdle)
 	m0 := memNow()
 	t0 := time.Now()
@@ -334,7 +334,7 @@ func watchdogCost(lib string, urls []string, n int, w watchCfg) (WatchStat, erro
 }
 
 // watchIdle is how long the idle baseline is sampled.
-const watchIdle = 500 * time.Millisecond
+const watchIdle = 400 * time.Millisecond
 
 // watchSampled is what watchSample saw.
 type watchSampled struct {
