@@ -479,8 +479,8 @@ func TestFailedAttemptLeavesNoKey(t *testing.T) {
 func TestPauseDuringAcquisitionFails(t *testing.T) {
 	jc := &jumpClock{Clock: clock.Real()}
 	c, nodes := setup(t, 5, redlock.WithClock(jc))
-	jc.jump.Store(int64(2 * time.Second)) // every reading lands 2s later
-	_, err := c.TryLock(context.Background(), "k", time.Second)
+	jc.jump.Store(int64(20 * time.Second)) // every reading lands 20s later
+	_, err := c.TryLock(context.Background(), "k", 10*time.Second)
 	var qe *redlock.QuorumError
 	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) || qe.Got < qe.Need || qe.Validity > 0 {
 		t.Fatalf("err = %v", err)

@@ -27,7 +27,10 @@ func setup(t testing.TB, n int, opts ...redlock.Option) (*redlock.Client, []*har
 
 func client(t testing.TB, nodes []*harness.Node, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	// A node timeout that a loaded machine (-race, CPU hogs beside it) does
+	// not reach on a healthy node; tests of timeouts set their own (later
+	// options win).
+	c, err := redlock.NewFromURLs(harness.URLs(nodes), append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
