@@ -864,8 +864,8 @@ func markdown(r *Results) string {
 		for _, n := range ns {
 			for _, lib := range []string{"redlock", "redsync"} {
 				w := r.Watchdog[n][lib]
-				fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %s | %s | %d (%d) | %s | %s | %.2fs | %d/%d |\n", n, lib, w.RoundTrips, w.Renewals, cpuCell(w),
-					perRenewal(w), w.GoroutinesIdle, w.GoroutinesPeak, bytesCell(w.HeapPerLock), bytesCell(w.StackPerLock), w.AcquireMs/1000, w.RenewFailed, w.Lost)
+				fmt.Fprintf(&b, "| %d | %s | %.0f | %.0f | %s | %s | %d (%d) | %s | %s | %s | %d/%d |\n", n, lib, w.RoundTrips, w.Renewals, cpuCell(w),
+					perRenewal(w), w.GoroutinesIdle, w.GoroutinesPeak, bytesCell(w.HeapPerLock), bytesCell(w.StackPerLock), acquireCell(w), w.RenewFailed, w.Lost)
 			}
 			o, s := r.Watchdog[n]["redlock"], r.Watchdog[n]["redsync"]
 			fmt.Fprintf(&b, "| %d | ratio | %s | %s | %s | %s | %s | %s | %s | %s | |\n", n, ratio(o.RoundTrips, s.RoundTrips), ratio(o.Renewals, s.Renewals),
@@ -931,6 +931,13 @@ func cpuCell(w WatchStat) string {
 		return fmt.Sprintf("~0 (%.0fms)", w.IdleCPUms)
 	}
 	return fmt.Sprintf("%.0fms (%.0fms)", w.CPUms, w.IdleCPUms)
+}
+
+func acquireCell(w WatchStat) string {
+	if w.NotAcquired > 0 {
+		return fmt.Sprintf("%.2fs (%d not acquired)", w.AcquireMs/1000, w.NotAcquired)
+	}
+	return fmt.Sprintf("%.2fs", w.AcquireMs/1000)
 }
 
 func bytesCell(v float64) string {
