@@ -64,7 +64,7 @@ func TestLockUnlock(t *testing.T) {
 			}); count(vals, "") != n {
 				t.Fatalf("keys left after release: %v", vals)
 			}
-			l2, err := c.TryLock(ctx, "res", time.Second)
+			l2, err := c.TryLock(ctx, "res", 10*time.Second)
 			if err != nil {
 				t.Fatalf("relock after release: %v", err)
 			}
@@ -234,7 +234,7 @@ func TestDeadMinorityTolerated(t *testing.T) {
 	c, nodes := setup(t, 5)
 	nodes[0].Kill()
 	nodes[4].Kill()
-	l, err := c.TryLock(context.Background(), "k", time.Second)
+	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +544,7 @@ func TestQuorumModes(t *testing.T) {
 	all := client(t, nodes, redlock.WithQuorum(redlock.AllNodes))
 	four := client(t, nodes, redlock.WithQuorum(redlock.AtLeast(4)))
 	ctx := context.Background()
-	l, err := all.TryLock(ctx, "k", time.Second)
+	l, err := all.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -557,7 +557,7 @@ func TestQuorumModes(t *testing.T) {
 	// impossible; its clean-up of nodes that answered later goes on in the
 	// background. Another Client may find it still there; Close waits for it.
 	all.Close()
-	l, err = four.TryLock(ctx, "k", time.Second)
+	l, err = four.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
 		t.Fatalf("AtLeast(4) with 4 alive: %v", err)
 	}
@@ -669,7 +669,7 @@ func TestUserClientsStayOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := c.TryLock(context.Background(), "k", time.Second)
+	l, err := c.TryLock(context.Background(), "k", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
