@@ -17,6 +17,16 @@ for i in $(seq 1 50); do
   if (cd cmd/redlock && go run . inspect 'redlock:*' --nodes "$nodes" >/dev/null 2>&1); then break; fi
   sleep 0.2
 done
-(cd cmd/redlock && go run . demo --nodes "$nodes" --duration 3s)
-(cd cmd/redlock && go run . inspect 'redlock:*' --nodes "$nodes")
+(cd cmd/redlock && go run . demo --nodes "$nodes" --duration 3s --ttl 2s)
+# A node call that hit its node timeout has an unknown outcome; if its
+# command was still in flight (docker-proxy can hold it), the clean-up sent
+# after the timeout can arrive first and leave a minority key that expires
+# with its TTL (README: "What remains"). Such a key is reported, and the
+# check fails only if something is still there once the demo's TTL (2s)
+# has passed: a key without TTL or one that outlives it.
+if ! (cd cmd/redlock && go run . inspect 'redlock:*' --nodes "$nodes"); then
+  echo "compose-check: leftover right after the demo (above); checking again once its TTL has passed"
+  sleep 2.5
+  (cd cmd/redlock && go run . inspect 'redlock:*' --nodes "$nodes")
+fi
 echo "compose-check: ok"
