@@ -41,6 +41,13 @@ type Scenario struct {
 	HoldToEnd  bool
 	PauseEvery int
 	Container  bool // nodes as containers (else processes)
+	// Watchdog mode (Lease > 0): every client takes its locks with
+	// redlock.Watchdog, a lease of Lease renewed every Every, and holds
+	// each for HoldMin..Hold (longer than the lease); TTL should be the
+	// lease (it bounds the nemesis schedule and each Lock call). See
+	// watchdog.go.
+	Lease, Every, HoldMin time.Duration
+	WantLosses            bool // the run must see locks lost while held (Done before the holder was done)
 }
 
 // Result is one row of the results table.
@@ -56,6 +63,12 @@ type Result struct {
 	Elapsed                  time.Duration
 	Expect                   string
 	Examples                 []string
+	// Watchdog scenarios (Lease > 0): successful renewals, holds whose
+	// interval outlived the lease, locks lost while held (Done fired
+	// before the holder was done) and increments written.
+	Lease, Every                       time.Duration
+	Renewals, PastLease, Losses, Wrote int
+	WantLosses                         bool
 }
 
 // Violations reports the checker's count by name.
@@ -76,6 +89,12 @@ func (r Result) Verdict() string {
 	if r.Acquisitions == 0 {
 		return "FAIL: no acquisitions (nothing checked)"
 	}
+	if r.Lease > 0 && (r.Renewals == 0 || r.PastLease == 0) {
+		return fmt.Sprintf("FAIL: watchdog not exercised (%d renewals, %d holds past the lease)", r.Renewals, r.PastLease)
+	}
+	if r.WantLosses && r.Losses == 0 {
+		return "FAIL: no lock was lost while held (the loss path not exercised)"
+	}
 	if r.Expect != "" {
 		if r.Violations(r.Expect) > 0 {
 			return "violation found (as required)"
@@ -91,7 +110,8 @@ func (r Result) Verdict() string {
 // Execute runs s on cluster c (already started, with two proxy groups).
 // helper is the command line of the helper process (nil: no processes).
 func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []string, logf func(string, ...any)) (Result, error) {
-	res := Result{Scenario: s.Name, Backend: c.Backend, Seed: seed, Clients: s.Clients + s.Procs, Expect: s.Sanity}
+	res := Result{Scenario: s.Name, Backend: c.Backend, Seed: seed, Clients: s.Clients + s.Procs, Expect: s.Sanity, Lease: s.Lease,
+		Every: s.Every, WantLosses: s.WantLosses}
 	began := time.Now()
 	keys := make([]string, s.Keys)
 	for i := range keys {
@@ -104,6 +124,9 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 			Duration: s.Duration, Fencing: s.Fencing, Seed: seed}
 		if i == 0 {
 			sp.ClockRate, sp.HoldToEnd, sp.PauseEvery = s.Rate, s.HoldToEnd, s.PauseEvery
+		}
+		if s.Lease > 0 {
+			sp.Lease, sp.Every, sp.HoldMin, sp.UseRun = s.Lease, s.Every, s.HoldMin, i%2 == 1
 		}
 		return sp
 	}
@@ -154,6 +177,9 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 		res.FaultKinds = strings.TrimPrefix(res.FaultKinds+" static-"+s.Static, "- ")
 	}
 	res.Acquisitions = len(recs)
+	if s.Lease > 0 {
+		res.Renewals, res.PastLease, res.Losses, res.Wrote = watchdogStats(recs, s.Lease)
+	}
 	res.Overlaps, res.Examples = Overlaps(recs)
 	// Checker 2: every accepted increment must be in the final counter.
 	for _, k := range keys {
@@ -280,5 +306,6 @@ func Table(rs []Result) string {
 			r.Scenario, r.Backend, r.Seed, r.Clients, r.Acquisitions, r.Overlaps, r.Lost, r.Rejected, nl,
 			r.Unavail.Round(time.Millisecond), r.Faults, r.FaultKinds, r.Verdict())
 	}
+	b.WriteString(WatchdogTable(rs))
 	return b.String()
 }

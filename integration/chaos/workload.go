@@ -40,6 +40,11 @@ type Record struct {
 	Valid   int64  `json:"valid"`   // end of validity as the client believes it, in real time
 	Wrote   bool   `json:"wrote"`   // the increment was accepted by the resource
 	Fenced  bool   `json:"fenced"`  // the fenced resource rejected the write
+	// Watchdog locks: Valid is the deadline as of the lock's end (moved by
+	// each renewal), Renews the successful renewals, Lost that the lock
+	// ended (Done) before the holder was done with it.
+	Renews int  `json:"renews,omitempty"`
+	Lost   bool `json:"lost,omitempty"`
 }
 
 // End is the end of the holder's interval: min(release called, validity).
@@ -60,7 +65,14 @@ type Spec struct {
 	ClockRate  float64       `json:"rate"`        // client clock rate (1: real)
 	HoldToEnd  bool          `json:"hold_to_end"` // hold until the believed deadline
 	PauseEvery int           `json:"pause_every"` // every n-th hold pauses past the TTL (0: never)
-	Persist    bool          `json:"-"`
+	// Watchdog mode (Lease > 0): locks taken with redlock.Watchdog, a
+	// lease of Lease renewed every Every, held for HoldMin..Hold; UseRun
+	// holds them through Client.Run instead of Lock and Release.
+	Lease   time.Duration `json:"lease,omitempty"`
+	Every   time.Duration `json:"every,omitempty"`
+	HoldMin time.Duration `json:"hold_min,omitempty"`
+	UseRun  bool          `json:"run,omitempty"`
+	Persist bool          `json:"-"`
 	// Observe, if set, sees every operation of the client (the helper
 	// process counts which of its calls reached a node).
 	Observe func(redlock.Event) `json:"-"`
@@ -100,6 +112,11 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	if s.Observe != nil {
 		opts = append(opts, redlock.WithObserver(s.Observe))
 	}
+	var w *watch
+	if s.Lease > 0 {
+		w = newWatch()
+		opts = append(opts, redlock.WithWatchdog(s.Lease, s.Every), redlock.WithObserver(w.observe))
+	}
 	lc, err := redlock.NewFromURLs(s.Nodes, opts...)
 	if err != nil {
 		return nil, err
@@ -113,6 +130,16 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	n := 0
 	for ctx.Err() == nil {
 		key := s.Keys[rng.IntN(len(s.Keys))]
+		if w != nil {
+			r, ok, err := holdWatchdog(ctx, s, lc, ctr, key, rng, clk, rate, w)
+			if err != nil {
+				return recs, err
+			}
+			if ok {
+				recs = append(recs, r)
+			}
+			continue
+		}
 		r := Record{Client: s.Client, Key: key, Call: Mono()}
 		actx, acancel := context.WithTimeout(ctx, 2*s.TTL)
 		l, err := lc.Lock(actx, key, s.TTL)
