@@ -26,15 +26,16 @@ func watchdogScenarios() []struct {
 			s.Faults = []string{FKill, FPause, FRestart, FLatency, FBlackhole, FDropReplies, FReset, FPartition, FIsolate}
 		}),
 		// Each client group reaches three nodes, the middle one (node 2)
-		// shared, and node 2 is killed for 0.2-1.2 s at a time: while it
-		// is down no client reaches a quorum, renewals fail, and a lock
-		// whose validity runs out is lost while held (Done fires at its
-		// deadline, the holder stops). With persistence node 2 comes back
-		// with the TTLs of the last renewals it took.
+		// shared, and node 2 is killed for 0.7-1.2 s at a time, longer
+		// than a lease: while it is down no client reaches a quorum,
+		// renewals fail, and every lock whose hold goes on past its
+		// deadline is lost while held (Done fires at the deadline, the
+		// holder stops). With persistence node 2 comes back with the TTLs
+		// of the last renewals it took.
 		with(func(s *Scenario) {
 			s.Name = "watchdog-quorum-loss"
 			s.Static, s.Faults, s.Targets, s.WantLosses = FPartition, []string{FKill}, []int{2}, true
-			s.GapMin, s.GapMax, s.DurMin, s.DurMax = 300*ms, 800*ms, 200*ms, 1200*ms
+			s.GapMin, s.GapMax, s.DurMin, s.DurMax = 300*ms, 800*ms, 700*ms, 1200*ms
 		}),
 		// Each client group reaches three nodes, the middle one (node 2)
 		// shared; node 2 restarts every 0.7-1.5 s. With appendfsync
