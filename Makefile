@@ -9,7 +9,7 @@ RACE ?= -race
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite: gofmt, vet, unit, integration (core and metrics), CLI, chaos short mode (processes and containers)
+## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff), CLI, chaos short mode (processes and containers)
 test: check unit integration cli chaos
 	@echo "make test: all passed"
 
