@@ -40,8 +40,9 @@ type Lock struct {
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	expiry   func() bool   // stops the timer that ends the Lock at its deadline; nil if none
-	renewal  func() bool   // stops the timer of the next watchdog renewal; nil if none
+	renewal  func() bool   // stops the timer of a retried watchdog renewal; nil if none
 	renewing chan struct{} // closed when the renewal in flight returns; nil if none
+	renewAt  int           // 1 + index in the Client's renewal set (watchdog), 0 when not in it; guarded by c.renewer.mu
 }
 
 // ErrReleased is the cause of a Lock's end (context.Cause of its Context)
@@ -54,7 +55,7 @@ func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quoru
 	if watchdog {
 		l.mu.Lock()
 		l.armExpiry()
-		l.scheduleRenewal(c.o.renewEvery)
+		c.renewer.add(c, l)
 		l.mu.Unlock()
 	}
 	return l
@@ -272,6 +273,7 @@ func (l *Lock) endLocked(cause error) bool {
 		}
 	}
 	l.expiry, l.renewal = nil, nil
+	l.c.renewer.remove(l)
 	return true
 }
 
@@ -308,17 +310,26 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
 	}
 	defer c.exit()
 	begin := c.o.clock.Now()
-	if err := l.extendable(ctx, begin, ttl, o); err != nil {
+	if err := l.extendable(ctx, begin, ttl, o, nil); err != nil {
 		return err
 	}
-	drift := DriftBudget(ttl, c.o.driftFactor)
 	cmd := node.Extend(l.keys, l.owner, ttl)
 	start := c.o.clock.Now()
 	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
 		return c.nodes[i].Do(ctx, cmd)
 	}).Wait(ctx)
+	return l.settle(ctx, o, begin, start, ttl, out)
+}
+
+// settle applies the outcome of an extension or renewal round that
+// started at start: on a quorum within the current validity the deadline
+// moves to start + ttl - drift; otherwise it never moves later, and the
+// Lock ends if too few nodes may still hold it. It reports the operation
+// and returns its error.
+func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl time.Duration, out quorum.Outcome) error {
+	c := l.c
 	now := c.o.clock.Now()
-	newDeadline := start.Add(ttl - drift)
+	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
 	if out.Reached && out.Err == nil && l.ended == nil && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
 		l.deadline, l.ttl, l.votes = newDeadline, ttl, out.Votes
@@ -353,13 +364,20 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
 }
 
 // extendable checks, before any traffic, that the Lock may be extended by
-// ttl from begin; otherwise it reports and returns why not.
-func (l *Lock) extendable(ctx context.Context, begin time.Time, ttl time.Duration, o op) error {
+// ttl from begin; otherwise it reports and returns why not. With renewing
+// (a watchdog renewal), a Lock that ended, is being renewed or waits for a
+// retry is skipped without a report; one that reached the max hold leaves
+// the renewal set; one that may be renewed is marked as renewing, in the
+// same critical section, so that Release waits for the renewal.
+func (l *Lock) extendable(ctx context.Context, begin time.Time, ttl time.Duration, o op, renewing chan struct{}) error {
 	c := l.c
 	l.mu.Lock()
 	var err error
 	expired := false
 	switch {
+	case renewing != nil && (l.ended != nil || l.renewing != nil || l.renewal != nil):
+		l.mu.Unlock()
+		return ErrNotHeld
 	case l.ended != nil:
 		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
 	case l.remaining() <= 0:
@@ -370,6 +388,12 @@ func (l *Lock) extendable(ctx context.Context, begin time.Time, ttl time.Duratio
 		err = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
 	}
 	left := l.remaining()
+	switch {
+	case renewing != nil && err == nil:
+		l.renewing = renewing
+	case renewing != nil && isMaxHold(err):
+		c.renewer.remove(l)
+	}
 	l.mu.Unlock()
 	if err == nil {
 		return nil

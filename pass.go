@@ -66,7 +66,10 @@ func (c *Client) taken(ctx context.Context, r request, n int, l *Lock) *Lock {
 		l.armExpiry()
 		validity := l.ttl - DriftBudget(l.ttl, c.o.driftFactor)
 		next := l.deadline.Add(-(validity - c.o.renewEvery)).Sub(c.o.clock.Now())
-		l.scheduleRenewal(max(next, 0))
+		c.renewer.add(c, l)
+		if c.o.renewEvery-c.renewer.sinceTick(c) > next {
+			l.scheduleRetry(max(next, 0)) // the next tick would come later than the last renewal's cadence
+		}
 	}
 	left := l.remaining()
 	l.mu.Unlock()

@@ -77,6 +77,7 @@ type Client struct {
 	id      string       // this Client's instance id, the prefix of every owner value
 	prefix  string       // id + ":"
 	rel     releases     // release calls in flight, which acquisitions of the same key wait for
+	renewer renewer      // watchdog renewals due, sent in batches
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
 	wg      inflight     // node calls still in flight (stragglers)
@@ -197,6 +198,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	}
 	c.id, c.prefix = id, id+":"
 	c.closing, c.stop = context.WithCancel(context.Background())
+	c.renewer.epoch = o.clock.Now()
 	if c.hub, err = handoff.New(clients, handoff.Config{Quorum: c.need}); err != nil {
 		return nil, invalid("%v", err)
 	}
@@ -309,6 +311,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.stop()
+	c.renewer.stop()
 	c.hub.Close() // Lock calls waiting in a queue end with ErrClosed
 	c.ops.Wait()
 	c.wg.Wait()
@@ -467,21 +470,26 @@ func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, n
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(o, i, v) }
 	}
-	// Acquisitions and extensions may leave out nodes that timed out
-	// recently, as long as the others can still make the quorum.
-	canSkip := false
-	if o != opRelease {
-		healthy := 0
-		for i := range c.health {
-			if !c.health[i].suspect.Load() {
-				healthy++
-			}
-		}
-		canSkip = healthy >= need && healthy < len(c.nodes)
-	}
+	canSkip := c.canSkip(o, need)
 	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
 		return c.call(ctx, i, canSkip, call)
 	})
+}
+
+// canSkip reports whether a round of o may leave out nodes that timed out
+// recently: acquisitions, extensions and renewals may, as long as the
+// others can still make the quorum; releases never do.
+func (c *Client) canSkip(o op, need int) bool {
+	if o == opRelease {
+		return false
+	}
+	healthy := 0
+	for i := range c.health {
+		if !c.health[i].suspect.Load() {
+			healthy++
+		}
+	}
+	return healthy >= need && healthy < len(c.nodes)
 }
 
 // nodeHealth tracks whether a node's calls time out. A node whose last

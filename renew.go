@@ -3,9 +3,11 @@ package redlock
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/node"
 )
 
 // Watchdog, passed as the TTL to Lock, TryLock, LockKeys or TryLockKeys,
@@ -36,41 +38,172 @@ func (*maxHoldError) Is(target error) bool { return target == ErrNotExtended }
 
 func isMaxHold(err error) bool { return errors.Is(err, ErrMaxHold) }
 
-// scheduleRenewal sets the timer of the Lock's next renewal, d from now.
-// l.mu must be held.
-func (l *Lock) scheduleRenewal(d time.Duration) {
-	if l.ended != nil {
-		return
-	}
-	l.renewal = clock.AfterFunc(l.c.o.clock, d, l.renew)
+// renewer renews a Client's watchdog locks. It holds the set of locks in
+// watchdog mode and one timer for the whole Client: at each tick (ticks
+// are one interval apart, counted from the Client's creation) every lock
+// of the set is renewed, in one batch, as one node.ExtendMany (one round
+// trip) per node, so that renewing many locks costs a round trip per node
+// per interval, not one per lock, and needs no timer or goroutine per lock.
+// A lock joins the set when it is acquired, so its first renewal comes
+// within one interval, and leaves it when it ends (end) or reaches the max
+// hold. A renewal that failed because nodes failed is retried on a timer
+// of the lock's own (retryIn); that retry joins the next batch to go out.
+// One batch goes out at a time; locks that fall due meanwhile join the
+// next one.
+type renewer struct {
+	epoch   time.Time // the ticks' origin
+	mu      sync.Mutex
+	locks   []*Lock     // the set; a Lock's renewAt is 1 + its index here
+	tick    func() bool // stops the tick timer; nil when it is not armed
+	due     []*Lock     // the next batch
+	sending bool        // a goroutine is sending batches
+	stopped bool        // Close: no more ticks
 }
 
-// renew runs one watchdog renewal on the timer's goroutine and schedules
-// the next: after the interval if it succeeded, soon (within the validity
-// left) if nodes failed; none once the Lock ended, the Client closed, or
-// the next lease would pass the max hold (the Lock then ends at its
-// deadline with a cause matching ErrMaxHold).
-func (l *Lock) renew() {
-	c := l.c
-	l.mu.Lock()
-	if l.ended != nil {
-		l.mu.Unlock()
+// add puts l in the renewal set and arms the tick. l.mu must be held.
+func (r *renewer) add(c *Client, l *Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.renewAt > 0 || r.stopped {
 		return
 	}
-	l.renewal = nil
-	done := make(chan struct{})
-	l.renewing = done
-	l.mu.Unlock()
-	err := l.extend(context.Background(), c.o.lease, opRenew)
+	r.locks = append(r.locks, l)
+	l.renewAt = len(r.locks)
+	if r.tick == nil {
+		r.arm(c)
+	}
+}
+
+// remove takes l out of the renewal set. l.mu must be held.
+func (r *renewer) remove(l *Lock) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if l.renewAt == 0 {
+		return
+	}
+	last := r.locks[len(r.locks)-1]
+	r.locks[l.renewAt-1], last.renewAt = last, l.renewAt
+	r.locks[len(r.locks)-1] = nil
+	r.locks = r.locks[:len(r.locks)-1]
+	l.renewAt = 0
+}
+
+// arm sets the timer of the next tick. r.mu must be held.
+func (r *renewer) arm(c *Client) {
+	r.tick = clock.AfterFunc(c.o.clock, c.o.renewEvery-r.sinceTick(c), func() { r.onTick(c) })
+}
+
+// sinceTick is the time since the last tick (due or not).
+func (r *renewer) sinceTick(c *Client) time.Duration {
+	return c.o.clock.Now().Sub(r.epoch) % c.o.renewEvery
+}
+
+// onTick queues every lock of the set, arms the next tick while the set
+// is not empty, and sends.
+func (r *renewer) onTick(c *Client) {
+	r.mu.Lock()
+	r.tick = nil
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	r.due = append(r.due, r.locks...)
+	if len(r.locks) > 0 {
+		r.arm(c)
+	}
+	r.send(c)
+}
+
+// stop ends the ticks (Close).
+func (r *renewer) stop() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stopped = true
+	if r.tick != nil {
+		r.tick()
+		r.tick = nil
+	}
+}
+
+// send sends the due batches on this goroutine, unless another one is
+// already doing so (it then takes them). r.mu must be held; send
+// releases it.
+func (r *renewer) send(c *Client) {
+	if r.sending {
+		r.mu.Unlock()
+		return
+	}
+	r.sending = true
+	for len(r.due) > 0 {
+		batch := r.due
+		r.due = nil
+		r.mu.Unlock()
+		c.renewBatch(batch)
+		r.mu.Lock()
+	}
+	r.sending = false
+	r.mu.Unlock()
+}
+
+// scheduleRetry sets the timer that retries a failed renewal d from now.
+// l.mu must be held.
+func (l *Lock) scheduleRetry(d time.Duration) {
+	if l.ended != nil {
+		return
+	}
+	l.renewal = clock.AfterFunc(l.c.o.clock, d, l.retry)
+}
+
+// retry is the timer of a Lock's retried renewal: it queues the Lock for
+// the next batch.
+func (l *Lock) retry() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.renewing = nil
-	close(done)
-	switch {
-	case err == nil:
-		l.scheduleRenewal(c.o.renewEvery)
-	case errors.Is(err, ErrNotExtended) && !isMaxHold(err):
-		l.scheduleRenewal(l.retryIn())
+	l.renewal = nil // this lock is due again; see extendable
+	l.mu.Unlock()
+	r := &l.c.renewer
+	r.mu.Lock()
+	r.due = append(r.due, l)
+	r.send(l.c)
+}
+
+// renewBatch renews the locks of batch that may still be renewed (see
+// extendable) by the Extend rules, each settled on its own quorum. A lock
+// whose renewal failed because nodes failed is retried soon, within the
+// validity left (retryIn); one whose next lease would pass the max hold
+// leaves the renewal set (it ends at its deadline with a cause matching
+// ErrMaxHold); a lost one has ended.
+func (c *Client) renewBatch(batch []*Lock) {
+	if !c.enter() {
+		return // closed: the locks end at their deadlines
+	}
+	defer c.exit()
+	ctx, ttl := context.Background(), c.o.lease
+	begin := c.o.clock.Now()
+	renewing := make(chan struct{}) // Release of one of these waits for it
+	defer close(renewing)
+	ls := batch[:0]
+	for _, l := range batch {
+		if l.extendable(ctx, begin, ttl, opRenew, renewing) == nil {
+			ls = append(ls, l)
+		}
+	}
+	if len(ls) == 0 {
+		return
+	}
+	rs := make([]node.Renewal, len(ls))
+	for j, l := range ls {
+		rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
+	}
+	start := c.o.clock.Now()
+	outs := c.renewRound(rs, ttl)
+	for j, l := range ls {
+		err := l.settle(ctx, opRenew, begin, start, ttl, outs[j])
+		l.mu.Lock()
+		l.renewing = nil
+		if err != nil && errors.Is(err, ErrNotExtended) && !isMaxHold(err) {
+			l.scheduleRetry(l.retryIn())
+		}
+		l.mu.Unlock()
 	}
 }
 

@@ -1,0 +1,26 @@
+-- ExtendMany: the Extend script for many locks in one call (watchdog
+-- renewals of one Client, batched). KEYS are the locks' keys one lock after
+-- another; ARGV holds, per lock, how many keys it has, its owner value and
+-- its TTL in milliseconds. A lock's TTLs are reset only if every one of its
+-- keys still holds its owner value; a key is never created. Returns one
+-- 1 or 0 per lock, in order.
+local out = {}
+local k = 1
+for a = 1, #ARGV, 3 do
+  local n, owner, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
+  local ok = 1
+  for i = k, k + n - 1 do
+    if redis.call('GET', KEYS[i]) ~= owner then
+      ok = 0
+      break
+    end
+  end
+  if ok == 1 then
+    for i = k, k + n - 1 do
+      redis.call('PEXPIRE', KEYS[i], ttl)
+    end
+  end
+  out[#out + 1] = ok
+  k = k + n
+end
+return out

@@ -1,0 +1,167 @@
+package node
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+var (
+	//go:embed extend_many.lua
+	extendManySrc    string
+	extendManyScript = redis.NewScript(extendManySrc)
+)
+
+// ManyPerScript is how many locks one ExtendMany script call covers; a
+// batch of more goes as several script calls in one pipeline (one round
+// trip). It bounds how long one call blocks the node (Redis runs a script
+// to its end): about a millisecond for 256 single-key locks.
+const ManyPerScript = 256
+
+// Renewal is one lock of an ExtendMany batch.
+type Renewal struct {
+	Keys  []string
+	Owner string
+	TTL   time.Duration
+}
+
+// ExtendMany runs Extend for every lock of rs in one round trip: one
+// pipeline of script calls of up to ManyPerScript locks each (on a cluster
+// client, each call covers locks of one hash slot). It sets ok[j] when the
+// node extended rs[j] and errs[j] when rs[j]'s call failed (the outcome is
+// unknown there: an extension may have run); ok and errs must have
+// len(rs). It returns the first error. Like Do, it returns by ctx's
+// deadline.
+func (n *Node) ExtendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
+	if !n.guard {
+		return n.extendMany(ctx, rs, ok, errs)
+	}
+	ch := make(chan error, 1)
+	res, rerrs := make([]bool, len(rs)), make([]error, len(rs)) // the call may outlive ctx: not the caller's slices
+	if n.track != nil {
+		n.track.Add(1)
+	}
+	go func() {
+		if n.track != nil {
+			defer n.track.Done()
+		}
+		ch <- n.extendMany(ctx, rs, res, rerrs)
+	}()
+	select {
+	case err := <-ch:
+		copy(ok, res)
+		copy(errs, rerrs)
+		return err
+	case <-ctx.Done():
+		for j := range errs {
+			errs[j] = ctx.Err()
+		}
+		return ctx.Err()
+	}
+}
+
+// chunk is one script call of a batch: the locks rs[j] for j in idx.
+type chunk struct {
+	idx []int
+	cmd *redis.Cmd
+}
+
+func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
+	chunks := n.chunks(ctx, rs)
+	first := n.pipeline(ctx, chunks)
+	var again []chunk // the node lost its scripts (restart, SCRIPT FLUSH): send those as EVAL
+	for i, ch := range chunks {
+		if err := ch.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			chunks[i].cmd = n.manyCmd(ctx, rs, ch.idx, "eval", extendManySrc)
+			again = append(again, chunks[i])
+		}
+	}
+	if len(again) > 0 {
+		first = n.pipeline(ctx, again)
+	}
+	for _, ch := range chunks {
+		res, err := ch.cmd.Int64Slice()
+		if err == nil && len(res) != len(ch.idx) {
+			err = errShortReply
+		}
+		for x, j := range ch.idx {
+			if err != nil {
+				errs[j] = err
+				continue
+			}
+			ok[j] = res[x] == 1
+		}
+	}
+	return first
+}
+
+var errShortReply = errors.New("redlock: node: script reply shorter than its batch")
+
+// chunks splits rs into script calls of up to ManyPerScript locks; on a
+// cluster client, each call covers locks of one hash slot (a script's keys
+// must share one).
+func (n *Node) chunks(ctx context.Context, rs []Renewal) []chunk {
+	order := make([]int, len(rs))
+	for j := range order {
+		order[j] = j
+	}
+	slot := func(j int) int { return 0 }
+	if n.cluster {
+		slots := make([]int, len(rs))
+		for j, r := range rs {
+			slots[j] = Slot(r.Keys[0])
+		}
+		slot = func(j int) int { return slots[j] }
+		sort.SliceStable(order, func(a, b int) bool { return slots[order[a]] < slots[order[b]] })
+	}
+	var out []chunk
+	for from := 0; from < len(order); {
+		to := from + 1
+		for to < len(order) && to-from < ManyPerScript && slot(order[to]) == slot(order[from]) {
+			to++
+		}
+		idx := order[from:to]
+		out = append(out, chunk{idx, n.manyCmd(ctx, rs, idx, "evalsha", extendManyScript.Hash())})
+		from = to
+	}
+	return out
+}
+
+func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, verb, script string) *redis.Cmd {
+	nk := 0
+	for _, j := range idx {
+		nk += len(rs[j].Keys)
+	}
+	args := make([]interface{}, 0, 3+nk+3*len(idx))
+	args = append(args, verb, script, nk)
+	for _, j := range idx {
+		for _, k := range rs[j].Keys {
+			args = append(args, k)
+		}
+	}
+	for _, j := range idx {
+		args = append(args, len(rs[j].Keys), rs[j].Owner, rs[j].TTL.Milliseconds())
+	}
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(3)
+	return cmd
+}
+
+// pipeline sends the chunks' commands in one pipeline (one round trip)
+// and returns the first error.
+func (n *Node) pipeline(ctx context.Context, chunks []chunk) error {
+	if len(chunks) == 1 {
+		return n.client.Process(ctx, chunks[0].cmd)
+	}
+	p := n.client.Pipeline()
+	for _, ch := range chunks {
+		_ = p.Process(ctx, ch.cmd)
+	}
+	_, err := p.Exec(ctx)
+	return err
+}
