@@ -15,10 +15,12 @@ import (
 // (WithWatchdog, default 30 s) and renewed in the background every renewal
 // interval (default lease/3) by the Extend rules (owner checked, a quorum,
 // within the current validity, never re-created) until Release, until it is
-// lost (Done), or until WithMaxHold is reached. A renewal that fails
-// because nodes failed is tried again soon, before the deadline, not only
-// at the next interval. Use it when the work's length is unknown; use a
-// fixed TTL when the work must not outlive it.
+// lost (Done), or until WithMaxHold is reached. A Client renews all its
+// watchdog locks in one batch per interval, one round trip per node (see
+// renewer). A renewal that fails because nodes failed is tried again soon,
+// before the deadline, not only at the next interval. Use it when the
+// work's length is unknown; use a fixed TTL when the work must not outlive
+// it.
 const Watchdog time.Duration = 0
 
 // Defaults of WithWatchdog.
