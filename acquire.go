@@ -100,6 +100,7 @@ func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
 	for {
 		woken, err := t.Wait(ctx, d)
 		if v := t.Take(); v != nil {
+			t.LeaveHolding()
 			return c.taken(ctx, r, n, v.(*Lock)), nil
 		}
 		if err != nil {
@@ -114,6 +115,7 @@ func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
 			return nil, err
 		}
 		if res.lock != nil {
+			t.LeaveHolding()
 			return res.lock, nil
 		}
 		if n == c.o.maxAttempts || res.cause != nil {

@@ -299,6 +299,28 @@ func TestLeavePromotes(t *testing.T) {
 	}
 }
 
+// A head that leaves holding the lock does not wake the next one (it
+// would only find the lock held by this process); this process's release
+// does.
+func TestLeaveHoldingDoesNotWake(t *testing.T) {
+	h := local(t)
+	a, b := h.Enter("k"), h.Enter("k")
+	defer b.Leave()
+	a.LeaveHolding()
+	if w, err := b.Wait(context.Background(), 0); w || err != nil {
+		t.Fatalf("b's Wait(0) after LeaveHolding = %v, %v; want nothing pending", w, err)
+	}
+	rb := waitAsync(context.Background(), b, never)
+	blocked(t, rb, "b")
+	h.Released("k")
+	if r := get(t, rb); !r.woken || r.err != nil {
+		t.Fatalf("b: %+v; want woken by the release", r)
+	}
+	if s := h.Stats(); s.Promoted != 0 || s.Local != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
 // Leave from another goroutine ends a Wait in progress on the same Turn.
 func TestLeaveEndsWait(t *testing.T) {
 	h := local(t)

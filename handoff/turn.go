@@ -165,12 +165,21 @@ func (t *Turn) stopped(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// Leave takes the Turn out of its queue: the caller acquired the lock or
-// gave up. If it was the head, the next waiter becomes head and is woken
-// to try at once; if it was the last, the key's channel is unsubscribed on
-// the nodes (in the background). A Wait in progress on the Turn returns
-// ErrLeft. Leave is idempotent and never blocks on the network.
-func (t *Turn) Leave() {
+// Leave takes the Turn out of its queue: the caller gave up (or acquired
+// the lock: see LeaveHolding). If it was the head, the next waiter becomes
+// head and is woken to try at once; if it was the last, the key's channel
+// is unsubscribed on the nodes (in the background). A Wait in progress on
+// the Turn returns ErrLeft. Leave is idempotent and never blocks on the
+// network.
+func (t *Turn) Leave() { t.leave(true) }
+
+// LeaveHolding is Leave for a waiter that leaves with the lock: the next
+// waiter becomes head but is not woken, since trying now would only find
+// the lock held by this process; it waits for this process's release
+// (Released, Offer), a node's notification, or its own timer.
+func (t *Turn) LeaveHolding() { t.leave(false) }
+
+func (t *Turn) leave(wakeNext bool) {
 	h := t.h
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -189,7 +198,7 @@ func (t *Turn) Leave() {
 	if q.head == nil {
 		delete(h.keys, q.key)
 		h.want(q.key, false)
-	} else if wasHead {
+	} else if wasHead && wakeNext {
 		if q.pending == none {
 			q.pending = wokenLeave
 		}
