@@ -448,13 +448,6 @@ func (l *Lock) Release(ctx context.Context) error {
 		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left, passed: true})
 		return nil
 	}
-	local := c.hub != nil && len(l.keys) == 1
-	if local && l.passes >= c.o.localHandoff {
-		// This process had the lock for its last pass allowed in a row:
-		// its waiters sit this release out, so that other processes get
-		// their turn.
-		c.hub.Yield(l.keys[0], l.owner)
-	}
 	q := c.rel.next()
 	for i := range c.nodes { // before Release can return: see releases
 		c.rel.add(i, l.keys, q)
@@ -476,8 +469,10 @@ func (l *Lock) Release(ctx context.Context) error {
 		err = &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 			Nodes: c.results(out), Err: ErrNotHeld}
 	}
-	if local && l.passes < c.o.localHandoff {
-		c.hub.ReleasedOwner(l.keys[0], l.owner) // wake this Client's next waiter now
+	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
+		// Wake this Client's next waiter now; after the last pass allowed
+		// in a row it waits for the nodes' notification like everyone else.
+		c.hub.ReleasedOwner(l.keys[0], l.owner)
 	}
 	c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: err, left: left})
 	return err

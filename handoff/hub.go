@@ -187,21 +187,6 @@ func (h *Hub) ReleasedOwner(key, owner string) {
 	}
 }
 
-// Yield tells the Hub that this process is about to release key, stored
-// under owner, and lets the other processes' waiters have it: the nodes'
-// notifications of that release do not wake this process's head (they are
-// dropped as duplicates), which waits instead for a later release, its
-// timer, or this process's own Released. Call it before the release is
-// sent. A lock passed many times in a row inside one process uses it so
-// that other processes get their turn.
-func (h *Hub) Yield(key, owner string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if q := h.keys[key]; q != nil && owner != "" {
-		q.last = owner
-	}
-}
-
 // Queued reports whether key has local waiters now.
 func (h *Hub) Queued(key string) bool {
 	h.mu.Lock()

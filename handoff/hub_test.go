@@ -268,26 +268,6 @@ func TestDuplicateNotificationsAreDropped(t *testing.T) {
 	}
 }
 
-// After Yield, the nodes' notifications of this process's own release do
-// not wake its head; the next release (another owner) does.
-func TestYieldSitsOutOwnRelease(t *testing.T) {
-	h := local(t)
-	tn := h.Enter("k")
-	defer tn.Leave()
-	h.Yield("k", "owner-A")
-	h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-A"})
-	if w, _ := tn.Wait(context.Background(), 0); w {
-		t.Fatal("woken by its own process's release after Yield")
-	}
-	h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-B"})
-	if w, _ := tn.Wait(context.Background(), 0); !w {
-		t.Fatal("not woken by another holder's release")
-	}
-	if s := h.Stats(); s.Duplicates != 1 || s.Notified != 1 {
-		t.Fatalf("stats %+v", s)
-	}
-}
-
 // Leave of the head promotes the next waiter and wakes it at once, even
 // while it blocks as a non-head; Leave of a middle waiter wakes nobody.
 func TestLeavePromotes(t *testing.T) {
