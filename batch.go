@@ -19,7 +19,18 @@ import (
 func (c *Client) renewRound(rs []node.Renewal, ttl time.Duration) []quorum.Outcome {
 	n := len(c.nodes)
 	b := &batchRound{need: c.need, n: n, open: len(rs), done: make(chan struct{}),
-		outs: make([]quorum.Outcome, len(rs)), got: make([]bool, n), pending: n}
+		outs: make([]quorum.Outcome, len(rs)), got: make([]bool, n), off: make([]bool, n)}
+	if counts := c.counts(opRenew); counts != nil {
+		for i := range b.off {
+			b.off[i] = !counts(i)
+		}
+	}
+	for i := range b.off {
+		if !b.off[i] {
+			b.pending++
+		}
+	}
+	b.running = n
 	votes := make([]quorum.Vote, len(rs)*n)
 	for j := range b.outs {
 		b.outs[j].Votes = votes[j*n : (j+1)*n : (j+1)*n]
@@ -60,7 +71,9 @@ type batchRound struct {
 	need, n int
 	outs    []quorum.Outcome // per lock; frozen once decided
 	got     []bool           // per node: it answered before the decision
-	pending int              // nodes that have not answered
+	off     []bool           // per node: its yes does not count (see votes.go)
+	pending int              // countable nodes that have not answered
+	running int              // node calls that have not returned
 	open    int              // locks not decided yet
 	decided bool
 	done    chan struct{}
@@ -72,21 +85,24 @@ type batchRound struct {
 func (b *batchRound) answer(i int, ok []bool, errs []error, latency time.Duration) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	before := b.pending
-	b.pending--
-	if b.pending == 0 {
+	if b.running--; b.running == 0 {
 		defer b.cancel()
 	}
 	if b.decided {
 		return false
 	}
+	before := b.pending
+	if !b.off[i] {
+		b.pending--
+	}
 	b.got[i] = true
 	for j := range b.outs {
 		o := &b.outs[j]
 		wasOpen := o.Yes < b.need && o.Yes+before >= b.need
-		v := quorum.Vote{OK: ok[j] && errs[j] == nil, Err: errs[j], Latency: latency, Done: true}
+		v := quorum.Vote{OK: ok[j] && errs[j] == nil, Err: errs[j], Latency: latency, Done: true, Discounted: b.off[i]}
 		o.Votes[i] = v
 		switch {
+		case v.OK && v.Discounted:
 		case v.OK:
 			o.Yes++
 		case v.Err != nil:
@@ -98,7 +114,7 @@ func (b *batchRound) answer(i int, ok []bool, errs []error, latency time.Duratio
 			b.open--
 		}
 	}
-	if b.open == 0 || b.pending == 0 {
+	if b.open == 0 || b.pending == 0 || b.running == 0 {
 		b.decide()
 	}
 	return true
@@ -113,7 +129,7 @@ func (b *batchRound) decide() {
 		o.Reached = o.Yes >= b.need
 		for i := range o.Votes {
 			if !b.got[i] {
-				o.Votes[i] = quorum.Vote{Err: quorum.ErrPending}
+				o.Votes[i] = quorum.Vote{Err: quorum.ErrPending, Discounted: b.off[i]}
 			}
 		}
 	}

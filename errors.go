@@ -32,6 +32,10 @@ var (
 	ErrClosed = errors.New("redlock: client closed")
 )
 
+// errDiscounted is a discounted vote's reason when its gate cleared
+// before the error was built.
+var errDiscounted = errors.New("redlock: vote not counted")
+
 // ErrPending is the Err of a node that had not answered when a round was
 // decided (its call goes on in the background).
 var ErrPending = quorum.ErrPending
@@ -42,6 +46,10 @@ type NodeResult struct {
 	Vote    bool          // it said yes (granted, extended, released)
 	Err     error         // the call failed, timed out (Timeout), was still pending (ErrPending), or was not sent (ErrNodeSkipped)
 	Latency time.Duration // from the start of the round to the answer
+	// Discounted, if set, says why the node's yes did not count toward the
+	// quorum (ErrNodeQuarantined, ErrSameServer, ErrClockDrift): the node
+	// received the command, but its vote could not be trusted.
+	Discounted error
 }
 
 // Timeout reports whether the call hit its deadline.
@@ -89,6 +97,8 @@ func (e *QuorumError) Error() string {
 		switch {
 		case n.Err != nil:
 			fmt.Fprintf(&b, "%s: %v", n.Addr, n.Err)
+		case n.Vote && n.Discounted != nil:
+			fmt.Fprintf(&b, "%s: yes, not counted: %v", n.Addr, n.Discounted)
 		case n.Vote:
 			fmt.Fprintf(&b, "%s: yes %v", n.Addr, n.Latency.Round(time.Microsecond))
 		default:

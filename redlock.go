@@ -79,6 +79,7 @@ type Client struct {
 	rel     releases     // release calls in flight, which acquisitions of the same key wait for
 	renewer renewer      // watchdog renewals due, sent in batches
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
+	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
 	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
 	wg      inflight     // node calls still in flight (stragglers)
 	closed  atomic.Bool
@@ -466,7 +467,7 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // (Round.Wait) still ends with ctx.
 func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call) *quorum.Round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel}
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(o)}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(o, i, v) }
 	}
@@ -547,6 +548,11 @@ func (c *Client) results(out quorum.Outcome) []NodeResult {
 	r := make([]NodeResult, len(out.Votes))
 	for i, v := range out.Votes {
 		r[i] = NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
+		if v.Discounted {
+			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
+				r[i].Discounted = errDiscounted // the gate has cleared since the round
+			}
+		}
 	}
 	return r
 }

@@ -46,6 +46,9 @@ type Vote struct {
 	Err     error         // the call failed (the node's state is unknown)
 	Latency time.Duration // time from the start of the round to the answer
 	Done    bool          // the node answered before the decision
+	// Discounted is set on a node whose yes does not count toward Need
+	// (Config.Counts said so when the round started).
+	Discounted bool
 }
 
 // Call is the request sent to one node. It must return when ctx is done.
@@ -58,7 +61,8 @@ type Config struct {
 
 	// Counts reports whether a yes from node counts toward Need (a node
 	// under suspicion still receives the call, but its vote is discounted).
-	// Nil counts every vote.
+	// It is asked once per node when the round starts. Nil counts every
+	// vote.
 	Counts func(node int) bool
 
 	// Observe, if set, receives every vote, on time or late (v.Done
@@ -101,6 +105,8 @@ type Round struct {
 	inline  [5]Vote   // backing for votes up to 5 nodes (the usual deployments), saving an allocation
 	inlineA [5]Vote
 	inlineB [5]bool
+	inlineC [5]bool
+	off     []bool // per node: its yes does not count (Config.Counts)
 	yes     int
 	no      int
 	failed  int
@@ -121,13 +127,15 @@ func Start(ctx context.Context, cfg Config, call Call) *Round {
 	r := &Round{cfg: cfg, done: make(chan struct{}), ctx: ctx, fn: call}
 	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
-		r.votes, r.answers, r.arrived = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N]
+		r.votes, r.answers, r.arrived, r.off = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N], r.inlineC[:cfg.N]
 	} else {
-		r.votes, r.answers, r.arrived = make([]Vote, cfg.N), make([]Vote, cfg.N), make([]bool, cfg.N)
+		r.votes, r.answers, r.arrived, r.off = make([]Vote, cfg.N), make([]Vote, cfg.N), make([]bool, cfg.N), make([]bool, cfg.N)
 	}
 	for i := 0; i < cfg.N; i++ {
-		if r.counts(i) {
+		if cfg.Counts == nil || cfg.Counts(i) {
 			r.left++
+		} else {
+			r.off[i] = true
 		}
 	}
 	r.start = cfg.Now()
@@ -155,10 +163,8 @@ func (r *Round) call(i int) {
 	r.record(i, ok, err)
 }
 
-func (r *Round) counts(i int) bool { return r.cfg.Counts == nil || r.cfg.Counts(i) }
-
 func (r *Round) record(i int, ok bool, err error) {
-	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start)}
+	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start), Discounted: r.off[i]}
 	r.mu.Lock()
 	r.running--
 	if r.running == 0 && r.cfg.Finally != nil {
@@ -172,13 +178,13 @@ func (r *Round) record(i int, ok bool, err error) {
 		case err != nil:
 			r.failed++
 		case v.OK:
-			if r.counts(i) {
+			if !r.off[i] {
 				r.yes++
 			}
 		default:
 			r.no++
 		}
-		if r.counts(i) {
+		if !r.off[i] {
 			r.left--
 		}
 		r.check()
@@ -264,7 +270,7 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 	// frozen and can be handed out without a copy.
 	for i := range r.votes {
 		if !r.votes[i].Done {
-			r.votes[i] = Vote{Err: ErrPending}
+			r.votes[i] = Vote{Err: ErrPending, Discounted: r.off[i]}
 		}
 	}
 	out := Outcome{

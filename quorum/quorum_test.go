@@ -126,6 +126,18 @@ func TestDiscountedVotes(t *testing.T) {
 	if out.Reached || out.Yes > 1 {
 		t.Fatalf("discounted vote counted: %+v", out)
 	}
+	if !out.Votes[0].Discounted || out.Votes[1].Discounted {
+		t.Fatalf("votes not marked by Counts: %+v", out.Votes)
+	}
+	// Counts is asked once per node, at the start: a gate that changes
+	// mid-round does not unbalance the count.
+	calls := 0
+	cfg = Config{N: 3, Need: 2, Counts: func(int) bool { calls++; return true }}
+	_, done3, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true}})
+	done3()
+	if calls != 3 {
+		t.Fatalf("Counts asked %d times for 3 nodes, want 3", calls)
+	}
 	// Too many discounted nodes: impossible from the start, decided at once.
 	cfg = Config{N: 3, Need: 2, Counts: func(i int) bool { return i == 0 }}
 	out, done2, _ := run(t, cfg, []answer{{ok: true}, {ok: true}, {ok: true}})
