@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/node"
@@ -23,7 +25,6 @@ const maxNodes = 64
 // answered the attempt's own command and cannot overtake it.
 type attempt struct {
 	owner string
-	rel   *node.Cmd
 	round *quorum.Round
 	start time.Time // when the round started: the validity counts from here
 }
@@ -36,7 +37,7 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	if err != nil {
 		return nil, quorum.Outcome{}, err
 	}
-	a := &attempt{owner: owner, rel: node.Release(keys, owner, false)}
+	a := &attempt{owner: owner}
 	cmd := node.LockNew(keys, owner, ttl)
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
 	if c.retries && len(keys) == 1 {
@@ -56,6 +57,47 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	return a, a.round.Wait(ctx), nil
 }
 
+// answers is what every node answered a winning attempt, for its
+// Release: the attempt's round until every node has answered (Release
+// then waits for a node's answer before sending there), and afterwards
+// only the set of nodes that may hold the owner value, so that a held
+// Lock does not keep the round, its commands and its contexts alive.
+type answers struct {
+	round atomic.Pointer[quorum.Round] // nil once every node answered
+	may   atomic.Uint64                // nodes that may hold the value; final once round is nil
+
+	mu   sync.Mutex // guards acc and left, written by the round's Then callbacks
+	acc  uint64
+	left int
+}
+
+// watch returns the answers of the winning attempt a.
+func (c *Client) watch(a *attempt) *answers {
+	w := &answers{left: len(c.nodes)}
+	w.round.Store(a.round)
+	a.round.Then(func(i int, v quorum.Vote, _ bool) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if c.mayHold(i, v) {
+			w.acc |= 1 << i
+		}
+		if w.left--; w.left == 0 {
+			w.may.Store(w.acc)
+			w.round.Store(nil) // may is stored first: a reader that sees nil sees it
+		}
+	})
+	return w
+}
+
+// mayHold reports whether node i may hold the attempt's owner value,
+// waiting for its answer if it has not come yet.
+func (w *answers) mayHold(c *Client, i int) bool {
+	if r := w.round.Load(); r != nil {
+		return c.mayHold(i, r.Answer(i))
+	}
+	return w.may.Load()&(1<<i) != 0
+}
+
 // undo releases failed attempt a on every node that may hold its owner
 // value: at once on the nodes that have answered, waiting for those calls
 // so that the next attempt does not find a's keys in place; on every other
@@ -68,13 +110,14 @@ func (c *Client) undo(ctx context.Context, keys []string, ttl time.Duration, a *
 	for i := range c.nodes {
 		c.rel.add(i, keys, q)
 	}
+	rel := node.Release(keys, a.owner, false)
 	var now uint64 // answered nodes that may hold a's value; written before Then returns
 	a.round.Then(func(i int, v quorum.Vote, later bool) {
 		switch {
 		case !c.mayHold(i, v):
 			c.rel.done(i, keys, q)
 		case later:
-			c.releaseLate(keys, ttl, i, q, a.rel)
+			c.releaseLate(keys, ttl, i, q, rel)
 		default:
 			now |= 1 << i
 		}
@@ -86,7 +129,7 @@ func (c *Client) undo(ctx context.Context, keys []string, ttl time.Duration, a *
 		if now&(1<<i) == 0 {
 			return false, errNotSent // cleared or released by Then's callback
 		}
-		return c.release(ctx, i, keys, q, a.rel)
+		return c.release(ctx, i, keys, q, rel)
 	}).WaitAll()
 }
 

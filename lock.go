@@ -25,18 +25,19 @@ type Lock struct {
 	c        *Client
 	keys     []string
 	owner    string
-	won      *attempt  // the winning attempt; Release waits for its answers
+	won      *answers  // what the nodes answered the winning attempt, for Release
 	acquired time.Time // start of the winning attempt
 	watchdog bool      // renewed in the background (see Watchdog)
 	passes   int       // times the hold was passed on inside this Client in a row (passOn)
 
 	mu       sync.Mutex
 	ttl      time.Duration
-	deadline time.Time     // end of validity on the client's monotonic clock
-	votes    []quorum.Vote // of the acquisition or last extension
-	ended    error         // why the Lock ended: ErrReleased or a loss; nil while held
-	released bool          // Release was called
-	done     chan struct{} // made on demand, closed by end
+	deadline time.Time      // end of validity on the client's monotonic clock
+	votes    []quorum.Vote  // of the acquisition or last extension; a copy (see setVotes)
+	votesA   [5]quorum.Vote // backing of votes up to 5 nodes
+	ended    error          // why the Lock ended: ErrReleased or a loss; nil while held
+	released bool           // Release was called
+	done     chan struct{}  // made on demand, closed by end
 	ctx      context.Context
 	cancel   context.CancelCauseFunc
 	expiry   func() bool   // stops the timer that ends the Lock at its deadline; nil if none
@@ -50,8 +51,9 @@ type Lock struct {
 var ErrReleased = errors.New("redlock: lock released")
 
 func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quorum.Outcome, watchdog bool) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, won: a, acquired: a.start, watchdog: watchdog,
-		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)), votes: out.Votes}
+	l := &Lock{c: c, keys: keys, owner: a.owner, won: c.watch(a), acquired: a.start, watchdog: watchdog,
+		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))}
+	l.setVotes(out.Votes)
 	if watchdog {
 		l.mu.Lock()
 		l.armExpiry()
@@ -59,6 +61,17 @@ func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quoru
 		l.mu.Unlock()
 	}
 	return l
+}
+
+// setVotes keeps a copy of a round's votes: the round's own slice would
+// keep the round, its commands and its contexts alive for as long as the
+// Lock is held. l.mu must be held, or l not yet shared.
+func (l *Lock) setVotes(v []quorum.Vote) {
+	if len(v) <= len(l.votesA) {
+		l.votes = append(l.votesA[:0], v...)
+		return
+	}
+	l.votes = append([]quorum.Vote(nil), v...)
 }
 
 // Key returns the (first) locked key.
@@ -332,7 +345,8 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
 	if out.Reached && out.Err == nil && l.ended == nil && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
-		l.deadline, l.ttl, l.votes = newDeadline, ttl, out.Votes
+		l.deadline, l.ttl = newDeadline, ttl
+		l.setVotes(out.Votes)
 		left := l.remaining()
 		l.mu.Unlock()
 		c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: left})
@@ -453,16 +467,23 @@ func (l *Lock) Release(ctx context.Context) error {
 		c.rel.add(i, l.keys, q)
 	}
 	announce := node.Release(l.keys, l.owner, true) // wakes the waiters (package handoff)
+	var plain *node.Cmd                             // for nodes that do not announce (cluster)
+	for _, n := range c.nodes {
+		if !n.Announces() {
+			plain = node.Release(l.keys, l.owner, false)
+			break
+		}
+	}
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
 	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
-		if !c.mayHold(i, l.won.round.Answer(i)) {
+		if !l.won.mayHold(c, i) {
 			c.rel.done(i, l.keys, q)
 			return false, errNotSent // nothing of ours was written there
 		}
 		if c.nodes[i].Announces() {
 			return c.release(ctx, i, l.keys, q, announce)
 		}
-		return c.release(ctx, i, l.keys, q, l.won.rel)
+		return c.release(ctx, i, l.keys, q, plain)
 	}).Wait(context.Background())
 	var err error
 	if !out.Reached {

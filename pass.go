@@ -39,8 +39,10 @@ func (l *Lock) passOn() bool {
 func (l *Lock) successor() *Lock {
 	l.mu.Lock() // an Extend that was already under way may still move the deadline
 	defer l.mu.Unlock()
-	return &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
-		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, votes: l.votes}
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
+		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline}
+	n.setVotes(l.votes)
+	return n
 }
 
 // fits reports whether a waiter's request may take l. Called by the Hub
