@@ -80,6 +80,8 @@ type Client struct {
 	renewer renewer      // watchdog renewals due, sent in batches
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
+	q       *quarantine  // restart quarantine and alias gate; nil when off
+	ids     identities   // dial counts and learned identities, for q
 	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
 	wg      inflight     // node calls still in flight (stragglers)
 	closed  atomic.Bool
@@ -193,6 +195,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		c.nodes = append(c.nodes, n)
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
+	c.setupQuarantine(clients)
 	id, err := instanceID(o.name)
 	if err != nil {
 		return nil, err
