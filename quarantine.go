@@ -160,6 +160,7 @@ type identities struct {
 	gen     []atomic.Uint64 // dials per node (dialHook)
 	learned []atomic.Uint64 // gen+1 when the identity was last learned; 0 never
 	maxTTL  atomic.Int64    // longest TTL used, the default window
+	alias   []atomic.Bool   // ErrSameServer logged once per node
 }
 
 // dialHook bumps a node's dial count: a new connection may reach a server
@@ -200,6 +201,11 @@ func (c *Client) identify(ctx context.Context, i int) {
 			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", u.Sub(c.o.clock.Now())))
 	}
 	c.ids.learned[i].Store(c.ids.gen[i].Load() + 1) // after INFO, which may have dialed itself
+	var se *SameServerError
+	if err := c.q.discount(i); errors.As(err, &se) && c.o.logger != nil && !c.ids.alias[i].Swap(true) {
+		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
+			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
+	}
 }
 
 // identifyStale identifies, in parallel within the node deadline for ttl,
@@ -266,6 +272,7 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	}
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
+	c.ids.alias = make([]atomic.Bool, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 	}
