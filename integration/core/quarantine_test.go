@@ -95,3 +95,25 @@ func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
 	}
 	_ = l.Release(context.Background())
 }
+
+// TestRestartQuarantineOnByDefault: no option; the window is the longest
+// TTL b used (2 s), and b's first try after the restart is refused.
+func TestRestartQuarantineOnByDefault(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	b := client(t, nodes)
+	_, err := restartedBehindHolder(t, nodes, b, "q:default")
+	if !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("default: B got the lock held by A (err %v)", err)
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range qe.Nodes[:3] {
+		found = found || errors.Is(r.Discounted, redlock.ErrNodeQuarantined) || errors.Is(r.Err, redlock.ErrNodeQuarantined)
+	}
+	if !found {
+		t.Errorf("no restarted node reported quarantined: %v", qe)
+	}
+}
