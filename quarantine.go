@@ -244,7 +244,13 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		return ok, err
 	}
 	c.identify(ctx, i)
-	if derr := c.discount(i); derr != nil && ok && err == nil {
+	if !ok || err != nil {
+		return ok, err
+	}
+	if c.stale(i) { // reconnected, identity unreadable in time: it may be a restart
+		return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
+	}
+	if derr := c.discount(i); derr != nil {
 		return false, &discountedYes{derr}
 	}
 	return ok, err
