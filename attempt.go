@@ -43,16 +43,19 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	if c.retries && len(keys) == 1 {
 		again = node.Lock(keys, owner, ttl)
 	}
+	c.identifyStale(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()
 	a.round = c.round(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
 			return false, errReleasePending // not sent: nothing to undo
 		}
+		g, use := c.gen(i), cmd
 		if c.nodes[i].Retries() {
-			return c.nodes[i].Do(ctx, again)
+			use = again
 		}
-		return c.nodes[i].Do(ctx, cmd)
+		ok, err := c.nodes[i].Do(ctx, use)
+		return c.checkYes(ctx, i, g, ok, err)
 	})
 	return a, a.round.Wait(ctx), nil
 }
@@ -187,5 +190,6 @@ func notSent(err error) bool {
 // write). A plain no (the key was held by someone else), an error reply,
 // a refused connection and a call that was never sent leave nothing there.
 func (c *Client) mayHold(i int, v quorum.Vote) bool {
-	return v.OK || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
+	var dy *discountedYes
+	return v.OK || errors.As(v.Err, &dy) || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
 }

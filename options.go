@@ -64,6 +64,8 @@ type options struct {
 	clock        clock.Clock
 	observers    []func(Event)
 	nodeObs      []func(NodeEvent)
+	qWindow      time.Duration // WithRestartQuarantine; qSet false: the longest TTL
+	qSet, qFresh bool
 }
 
 func defaults() options {
@@ -188,6 +190,8 @@ func (o *options) validate(n int) error {
 		return invalid("local handoff %d must not be negative", o.localHandoff)
 	case o.maxAttempts < 0:
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
+	case o.qWindow < 0:
+		return invalid("restart quarantine window %v must not be negative", o.qWindow)
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):

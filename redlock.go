@@ -13,9 +13,13 @@
 //
 // and a lock whose validity is not positive is never returned.
 //
-// This holds under these assumptions: the nodes do not lose keys (no restart
-// without appendfsync always, or a restarted node stays out of the quorum
-// for one TTL); each node's clock runs at a rate within driftFactor of the
+// This holds under these assumptions: the nodes do not lose keys, or a node
+// that lost them stays out of the quorum long enough. Restarts this Client
+// observes (a node's run_id changed since it was learned) are handled by
+// default: the node is quarantined for the longest TTL used (see
+// WithRestartQuarantine). A node this Client first meets after it restarted
+// empty is covered only by strict mode (QuarantineFresh) or by running the
+// nodes with appendonly yes and appendfsync always. Further, each node's clock runs at a rate within driftFactor of the
 // client's; and the client does not pause between checking Remaining and
 // acting on the protected resource. A pause (GC, SIGSTOP, page faults) past
 // the deadline breaks mutual exclusion for any lock of this kind; only a
@@ -80,6 +84,8 @@ type Client struct {
 	renewer renewer      // watchdog renewals due, sent in batches
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
+	q       *quarantine  // restart quarantine and alias gate; nil when off
+	ids     identities   // dial counts and learned identities, for q
 	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
 	wg      inflight     // node calls still in flight (stragglers)
 	closed  atomic.Bool
@@ -102,6 +108,11 @@ type Client struct {
 // a script that says yes where our value already is (a SET NX that ran,
 // lost its answer and was sent again would say no and leave our key
 // behind), at a little more work for the node than SET NX.
+//
+// Unless the restart quarantine is off (WithRestartQuarantine), New adds a
+// go-redis hook to each client (a DialHook that counts new connections, so
+// that the node's identity is read again after a possible restart; commands
+// pass through untouched). It stays on the client after Close.
 //
 // Every node must be a different server: two clients that name the same
 // host and port (any database; localhost, 127.0.0.1 and ::1 are one host)
@@ -193,6 +204,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		c.nodes = append(c.nodes, n)
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
+	c.setupQuarantine(clients)
 	id, err := instanceID(o.name)
 	if err != nil {
 		return nil, err

@@ -83,6 +83,12 @@ func scenarios() []struct {
 			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
 			s.GapMin, s.GapMax = 30*ms, 100*ms
 		}),
+		with(func(s *Scenario) {
+			s.Name = "restart-no-persistence-quarantined"
+			s.Persist, s.Quarantine = false, true
+			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
+			s.GapMin, s.GapMax = 30*ms, 100*ms
+		}),
 		with(func(s *Scenario) { s.Name = "pause-past-ttl-fenced"; s.Keys, s.Fencing, s.PauseEvery = 1, true, 1 }),
 		with(func(s *Scenario) {
 			s.Name = "sanity-pause-past-ttl-unfenced"

@@ -20,7 +20,8 @@ func TestSanityRestartDeterministic(t *testing.T) {
 	// fresh connections) answer inside it however loaded the machine; a
 	// frozen or dead node's call does not hold up a round decided without
 	// it.
-	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithMaxAttempts(1)}
+	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithMaxAttempts(1),
+		redlock.WithRestartQuarantine(redlock.QuarantineOff)} // the unprotected case
 	a, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)

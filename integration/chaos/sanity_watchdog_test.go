@@ -26,7 +26,7 @@ func TestSanityWatchdogRestartDeterministic(t *testing.T) {
 	// load; the node timeout is capped at a tenth of the lease.
 	const lease, every = 3 * time.Second, 250 * time.Millisecond
 	var renewals atomic.Int64
-	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithWatchdog(lease, every),
+	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithWatchdog(lease, every), redlock.WithRestartQuarantine(redlock.QuarantineOff),
 		redlock.WithObserver(func(e redlock.Event) {
 			if e.Op == "renew" && e.Err == nil {
 				renewals.Add(1)
@@ -59,7 +59,7 @@ func TestSanityWatchdogRestartDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B is made after the restart: no stale connection to node 2.
-	b, err := redlock.NewFromURLs(c.URLs(1), redlock.WithNodeTimeout(time.Second))
+	b, err := redlock.NewFromURLs(c.URLs(1), redlock.WithNodeTimeout(time.Second), redlock.WithRestartQuarantine(redlock.QuarantineOff))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,23 +19,25 @@ import (
 
 // Scenario is one workload run under one fault model.
 type Scenario struct {
-	Name     string
-	Sanity   string // non-empty: the checker that MUST report a violation ("overlap", "lost", "linear")
-	Persist  bool   // nodes with appendonly + appendfsync always
-	Clients  int    // goroutine clients (split over two client groups)
-	Procs    int    // helper-process clients
-	Keys     int
-	TTL      time.Duration
-	Hold     time.Duration
-	Duration time.Duration
-	Fencing  bool
-	Faults   []string
-	Targets  []int // nodes the nemesis may hit (nil: all)
-	GapMin   time.Duration
-	GapMax   time.Duration
-	DurMin   time.Duration
-	DurMax   time.Duration
-	Static   string // "partition": the asymmetric partition holds for the whole run
+	Name    string
+	Sanity  string // non-empty: the checker that MUST report a violation ("overlap", "lost", "linear")
+	Persist bool   // nodes with appendonly + appendfsync always
+	// Quarantine runs the clients with the restart quarantine on.
+	Quarantine bool
+	Clients    int // goroutine clients (split over two client groups)
+	Procs      int // helper-process clients
+	Keys       int
+	TTL        time.Duration
+	Hold       time.Duration
+	Duration   time.Duration
+	Fencing    bool
+	Faults     []string
+	Targets    []int // nodes the nemesis may hit (nil: all)
+	GapMin     time.Duration
+	GapMax     time.Duration
+	DurMin     time.Duration
+	DurMax     time.Duration
+	Static     string // "partition": the asymmetric partition holds for the whole run
 	// Client 0's deviations (the sanity cases).
 	Rate       float64
 	HoldToEnd  bool
@@ -121,7 +123,7 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 	defer ctr.Close()
 	spec := func(i int) Spec {
 		sp := Spec{Client: i, Nodes: c.URLs(i % 2), Counter: c.Counter, Keys: keys, TTL: s.TTL, Hold: s.Hold,
-			Duration: s.Duration, Fencing: s.Fencing, Seed: seed}
+			Duration: s.Duration, Fencing: s.Fencing, Seed: seed, Quarantine: s.Quarantine}
 		if i == 0 {
 			sp.ClockRate, sp.HoldToEnd, sp.PauseEvery = s.Rate, s.HoldToEnd, s.PauseEvery
 		}

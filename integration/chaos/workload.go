@@ -73,6 +73,10 @@ type Spec struct {
 	HoldMin time.Duration `json:"hold_min,omitempty"`
 	UseRun  bool          `json:"run,omitempty"`
 	Persist bool          `json:"-"`
+	// Quarantine keeps the library's restart quarantine on (its default);
+	// off otherwise, so that the scenarios measure what they measured
+	// before it existed and the sanity ones still show their violation.
+	Quarantine bool `json:"quarantine,omitempty"`
 	// Observe, if set, sees every operation of the client (the helper
 	// process counts which of its calls reached a node).
 	Observe func(redlock.Event) `json:"-"`
@@ -109,6 +113,9 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	}
 	opts := []redlock.Option{redlock.WithClock(clk), redlock.WithRetryBackoff(2*time.Millisecond, 16*time.Millisecond),
 		redlock.WithNodeTimeout(50 * time.Millisecond)}
+	if !s.Quarantine {
+		opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
+	}
 	if s.Observe != nil {
 		opts = append(opts, redlock.WithObserver(s.Observe))
 	}

@@ -1,0 +1,119 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+// restartedBehindHolder locks key on nodes with client A for a long TTL,
+// warms client b up (it learns every node's identity), restarts the first
+// three nodes empty with SIGKILL, and returns b's TryLock of key.
+func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Client, key string) (*redlock.Lock, error) {
+	t.Helper()
+	ctx := context.Background()
+	a := client(t, nodes)
+	if _, err := a.TryLock(ctx, key, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	warm, err := b.TryLock(ctx, key+":warm", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:3] {
+		if err := n.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b.TryLock(ctx, key, 2*time.Second)
+}
+
+func TestRestartQuarantineOffDoubleGrant(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	b := client(t, nodes, redlock.WithRestartQuarantine(redlock.QuarantineOff))
+	l, err := restartedBehindHolder(t, nodes, b, "q:off")
+	if err != nil {
+		t.Fatalf("quarantine off: expected the double grant, got %v", err)
+	}
+	_ = l.Release(context.Background())
+}
+
+func TestRestartQuarantineRefusesRestartedNodes(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	b := client(t, nodes, redlock.WithRestartQuarantine(5*time.Second))
+	if _, err := restartedBehindHolder(t, nodes, b, "q:on"); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("quarantine on: B got the lock held by A (err %v)", err)
+	}
+	// The first try may decide before every restarted node answered; by
+	// now each has been identified, and the next round discounts them all.
+	_, err := b.TryLock(context.Background(), "q:on", 2*time.Second)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatalf("quarantine on, second try: B got the lock held by A (err %v)", err)
+	}
+	var until time.Time
+	for i, r := range qe.Nodes[:3] {
+		var q *redlock.QuarantineError
+		if !errors.As(r.Discounted, &q) && !errors.As(r.Err, &q) {
+			t.Fatalf("node %d: %+v, want ErrNodeQuarantined", i, r)
+		}
+		if q.Until.After(until) {
+			until = q.Until
+		}
+	}
+	time.Sleep(time.Until(until)) // the window ends; A's key is gone from 3 of 5 nodes
+	l, err := b.TryLock(context.Background(), "q:on", 2*time.Second)
+	if err != nil {
+		t.Fatalf("after the window: %v", err)
+	}
+	_ = l.Release(context.Background())
+}
+
+func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{Persist: true})
+	b := client(t, nodes, redlock.WithRestartQuarantine(time.Hour))
+	_, err := restartedBehindHolder(t, nodes, b, "q:fsync")
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("A's lock survived on durable nodes, yet: %v", err)
+	}
+	for i, r := range qe.Nodes {
+		if errors.Is(r.Discounted, redlock.ErrNodeQuarantined) || errors.Is(r.Err, redlock.ErrNodeQuarantined) {
+			t.Errorf("node %d quarantined though it fsyncs every write: %+v", i, r)
+		}
+	}
+	l, err := b.TryLock(context.Background(), "q:fsync:other", 2*time.Second)
+	if err != nil {
+		t.Fatalf("durable restarted nodes must vote: %v", err)
+	}
+	_ = l.Release(context.Background())
+}
+
+// TestRestartQuarantineOnByDefault: no option; the window is the longest
+// TTL b used (2 s), and b's first try after the restart is refused.
+func TestRestartQuarantineOnByDefault(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	b := client(t, nodes)
+	_, err := restartedBehindHolder(t, nodes, b, "q:default")
+	if !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("default: B got the lock held by A (err %v)", err)
+	}
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range qe.Nodes[:3] {
+		found = found || errors.Is(r.Discounted, redlock.ErrNodeQuarantined) || errors.Is(r.Err, redlock.ErrNodeQuarantined)
+	}
+	if !found {
+		t.Errorf("no restarted node reported quarantined: %v", qe)
+	}
+}

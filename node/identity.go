@@ -1,0 +1,97 @@
+package node
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Identity is what a node says about itself in INFO: which server process
+// it is (RunID changes on every start), how long it has run, its role and
+// whether it persists every write before answering.
+type Identity struct {
+	RunID       string
+	Uptime      time.Duration
+	Role        string // "master" or "slave"
+	AOF         bool   // appendonly yes (aof_enabled:1)
+	FsyncAlways bool   // appendfsync always; only meaningful with AOF
+	Version     string
+}
+
+// Durable reports whether the node keeps every acknowledged write across a
+// restart: appendonly yes with appendfsync always.
+func (id Identity) Durable() bool { return id.AOF && id.FsyncAlways }
+
+// ErrNoRunID is returned by ParseInfo for INFO text without a run_id.
+var ErrNoRunID = errors.New("redlock/node: INFO has no run_id")
+
+// Identify asks the node for its identity in one round trip: INFO server
+// persistence replication (several sections need Redis 7.0) and CONFIG GET
+// appendfsync, pipelined, bounded by ctx's deadline. INFO does not report
+// appendfsync; where CONFIG is disabled (renamed away) FsyncAlways stays
+// false, which errs on the side of quarantine. It returns INFO's error, or
+// ParseInfo's.
+func (n *Node) Identify(ctx context.Context) (Identity, error) {
+	var info *redis.StringCmd
+	var fsync *redis.MapStringStringCmd
+	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+		info = p.Info(ctx, "server", "persistence", "replication")
+		fsync = p.ConfigGet(ctx, "appendfsync")
+		return nil
+	})
+	s, err := info.Result()
+	if err != nil {
+		return Identity{}, err
+	}
+	id, err := ParseInfo(s)
+	if err != nil {
+		return Identity{}, err
+	}
+	if m, err := fsync.Result(); err == nil {
+		id.FsyncAlways = m["appendfsync"] == "always"
+	}
+	return id, nil
+}
+
+// ParseInfo reads an Identity from INFO text (lines "field:value", CRLF
+// or LF). INFO reports aof_enabled but not appendfsync: FsyncAlways is set
+// only from an "appendfsync:always" line, which Identify adds from CONFIG
+// GET. It fails with ErrNoRunID when the text has no run_id.
+func ParseInfo(s string) (Identity, error) {
+	var id Identity
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || strings.HasPrefix(k, "#") {
+			continue
+		}
+		switch k {
+		case "run_id":
+			id.RunID = v
+		case "uptime_in_seconds":
+			sec, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return Identity{}, fmt.Errorf("redlock/node: INFO uptime_in_seconds %q: %w", v, err)
+			}
+			id.Uptime = time.Duration(sec) * time.Second
+		case "role":
+			id.Role = v
+		case "aof_enabled":
+			id.AOF = v == "1"
+		case "appendfsync":
+			id.FsyncAlways = v == "always"
+		case "redis_version":
+			id.Version = v
+		}
+	}
+	if id.RunID == "" {
+		return Identity{}, ErrNoRunID
+	}
+	return id, nil
+}

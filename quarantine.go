@@ -1,0 +1,287 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/node"
+)
+
+// ErrNodeQuarantined matches a node's vote that does not count because the
+// node restarted (or, in strict mode, started) less than the quarantine
+// window ago and may have lost the keys it held. See *QuarantineError.
+var ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
+
+// ErrSameServer matches the vote of a node that is the same server (same
+// run_id) as an earlier node under another address: one server must not
+// cast two votes.
+var ErrSameServer = errors.New("redlock: node is the same server as another node")
+
+// QuarantineError says which node is quarantined, why, and until when (on
+// the Client's clock). It matches ErrNodeQuarantined.
+type QuarantineError struct {
+	Addr   string
+	Until  time.Time
+	Reason string // "restart observed" or "fresh start"
+}
+
+func (e *QuarantineError) Error() string {
+	return fmt.Sprintf("redlock: node %s quarantined (%s) until %s", e.Addr, e.Reason, e.Until.Format(time.RFC3339Nano))
+}
+
+// Is makes a *QuarantineError match ErrNodeQuarantined.
+func (e *QuarantineError) Is(target error) bool { return target == ErrNodeQuarantined }
+
+// SameServerError names the two addresses of one server. It matches
+// ErrSameServer.
+type SameServerError struct {
+	Addr, Other, RunID string
+}
+
+func (e *SameServerError) Error() string {
+	return fmt.Sprintf("redlock: node %s is the same server as node %s (run_id %s): its vote does not count", e.Addr, e.Other, e.RunID)
+}
+
+// Is makes a *SameServerError match ErrSameServer.
+func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
+
+// quarantine is the gate that discounts nodes that restarted less than the
+// window ago (without appendfsync always), and second addresses of one
+// server. It is safe for concurrent use.
+type quarantine struct {
+	clock  clock.Clock
+	addrs  []string
+	window func() time.Duration // the longest TTL used so far, or a fixed window
+	fresh  bool                 // strict mode: also quarantine nodes first met young
+	mu     sync.Mutex
+	ids    []node.Identity // last identity learned per node; RunID "" = never
+	until  []time.Time     // end of each node's quarantine; zero = none
+	reason []string
+}
+
+func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
+	n := len(addrs)
+	return &quarantine{clock: c, addrs: addrs, window: window, fresh: fresh,
+		ids: make([]node.Identity, n), until: make([]time.Time, n), reason: make([]string, n)}
+}
+
+// learn records node i's identity, read just now. It returns the end of a
+// quarantine it started (zero if none): a node whose run_id changed since
+// it was last learned restarted, and what it held may be gone; it stays out
+// until window - uptime from now, i.e. one window after its start. A
+// durable node (appendonly, appendfsync always) lost nothing.
+func (q *quarantine) learn(i int, id node.Identity) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	prev := q.ids[i]
+	q.ids[i] = id
+	if prev.RunID == id.RunID || id.Durable() {
+		return time.Time{}
+	}
+	reason := "restart observed"
+	if prev.RunID == "" {
+		if !q.fresh {
+			return time.Time{}
+		}
+		reason = "fresh start"
+	}
+	w := q.window()
+	if w <= 0 || id.Uptime >= w {
+		return time.Time{}
+	}
+	q.until[i] = q.clock.Now().Add(w - id.Uptime)
+	q.reason[i] = reason
+	return q.until[i]
+}
+
+// discount is the gate: node i's vote does not count while it is
+// quarantined, or when an earlier node has its run_id.
+func (q *quarantine) discount(i int) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if r := q.ids[i].RunID; r != "" {
+		for j := 0; j < i; j++ {
+			if q.ids[j].RunID == r {
+				return &SameServerError{Addr: q.addrs[i], Other: q.addrs[j], RunID: r}
+			}
+		}
+	}
+	if u := q.until[i]; !u.IsZero() && q.clock.Now().Before(u) {
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i]}
+	}
+	return nil
+}
+
+// QuarantineMode adjusts WithRestartQuarantine.
+type QuarantineMode int
+
+const (
+	// QuarantineFresh (strict mode) also quarantines a node that this
+	// Client first meets less than the window after its start: a freshly
+	// started node cannot be told from one that restarted empty while
+	// locks were held. It costs every new deployment (and every test that
+	// starts nodes and locks at once) one window of unavailability.
+	QuarantineFresh QuarantineMode = iota + 1
+)
+
+// QuarantineOff as WithRestartQuarantine's window turns quarantine off.
+const QuarantineOff time.Duration = 0
+
+// WithRestartQuarantine sets the restart quarantine (default: on, the
+// window being the longest TTL, watchdog lease included, this Client has
+// used so far). A node whose run_id changes (it restarted) and that does
+// not run appendonly yes with appendfsync always does not count toward the
+// quorum until window after its start, since it may have lost locks it
+// held. QuarantineOff (0) turns it off; a negative window is refused by New.
+// See QuarantineFresh for nodes met for the first time.
+func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option {
+	return func(o *options) {
+		o.qWindow, o.qSet = window, true
+		for _, m := range modes {
+			if m == QuarantineFresh {
+				o.qFresh = true
+			}
+		}
+	}
+}
+
+// identities is what New adds for the quarantine: a dial hook per node
+// that counts its connections, and what was learned at which count.
+type identities struct {
+	gen     []atomic.Uint64 // dials per node (dialHook)
+	learned []atomic.Uint64 // gen+1 when the identity was last learned; 0 never
+	maxTTL  atomic.Int64    // longest TTL used, the default window
+	alias   []atomic.Bool   // ErrSameServer logged once per node
+}
+
+// dialHook bumps a node's dial count: a new connection may reach a server
+// that restarted, so its identity is due again.
+type dialHook struct{ gen *atomic.Uint64 }
+
+func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := next(ctx, network, addr)
+		if err == nil {
+			h.gen.Add(1)
+		}
+		return conn, err
+	}
+}
+
+func (dialHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+func (dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// stale reports whether node i's identity is unknown or predates its
+// latest connection.
+func (c *Client) stale(i int) bool {
+	return c.q != nil && c.ids.learned[i].Load() != c.ids.gen[i].Load()+1
+}
+
+// identify learns node i's identity within ctx and feeds it to the gate;
+// a failure leaves the node stale, to be asked again.
+func (c *Client) identify(ctx context.Context, i int) {
+	id, err := c.nodes[i].Identify(ctx)
+	if err != nil {
+		return
+	}
+	if u := c.q.learn(i, id); !u.IsZero() && c.o.logger != nil {
+		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
+			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", u.Sub(c.o.clock.Now())))
+	}
+	c.ids.learned[i].Store(c.ids.gen[i].Load() + 1) // after INFO, which may have dialed itself
+	var se *SameServerError
+	if err := c.q.discount(i); errors.As(err, &se) && c.o.logger != nil && !c.ids.alias[i].Swap(true) {
+		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
+			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
+	}
+}
+
+// identifyStale identifies, in parallel within the node deadline for ttl,
+// every node that is stale, before a round; it notes ttl for the window.
+func (c *Client) identifyStale(ctx context.Context, ttl time.Duration) {
+	if c.q == nil {
+		return
+	}
+	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
+	}
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
+	defer cancel()
+	for i := range c.nodes {
+		if c.stale(i) {
+			wg.Add(1)
+			go func(i int) { defer wg.Done(); c.identify(ctx, i) }(i)
+		}
+	}
+	wg.Wait()
+}
+
+// discountedYes is the error of a yes from a node found, right after the
+// command redialed it, to be quarantined or an alias: the vote does not
+// count, but the node holds our value and must be undone (mayHold).
+type discountedYes struct{ err error }
+
+func (e *discountedYes) Error() string { return "redlock: yes not counted: " + e.err.Error() }
+func (e *discountedYes) Unwrap() error { return e.err }
+
+// checkYes runs after an acquisition command on node i that began at dial
+// count g: if the command redialed, the node is identified now (within
+// ctx) and a yes from a node the gate discounts becomes a discountedYes.
+func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err error) (bool, error) {
+	if c.q == nil || c.ids.gen[i].Load() == g || !c.stale(i) {
+		return ok, err
+	}
+	c.identify(ctx, i)
+	if !ok || err != nil {
+		return ok, err
+	}
+	if c.stale(i) { // reconnected, identity unreadable in time: it may be a restart
+		return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
+	}
+	if derr := c.discount(i); derr != nil {
+		return false, &discountedYes{derr}
+	}
+	return ok, err
+}
+
+// gen returns node i's dial count (0 without quarantine).
+func (c *Client) gen(i int) uint64 {
+	if c.q == nil {
+		return 0
+	}
+	return c.ids.gen[i].Load()
+}
+
+// setupQuarantine adds the dial hook to each node's client and the gate,
+// unless quarantine is off. Cluster clients are left out: INFO without a
+// key reaches an arbitrary shard.
+func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
+	if (c.o.qSet && c.o.qWindow == QuarantineOff) || c.cluster {
+		return
+	}
+	window := func() time.Duration { return time.Duration(c.ids.maxTTL.Load()) }
+	if c.o.qSet {
+		w := c.o.qWindow
+		window = func() time.Duration { return w }
+	}
+	c.ids.gen = make([]atomic.Uint64, len(clients))
+	c.ids.learned = make([]atomic.Uint64, len(clients))
+	c.ids.alias = make([]atomic.Bool, len(clients))
+	for i, cl := range clients {
+		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
+	}
+	c.q = newQuarantine(c.o.clock, c.Nodes(), window, c.o.qFresh)
+	c.gates = append(c.gates, c.q)
+}

@@ -1,0 +1,68 @@
+package redlock
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/node"
+)
+
+func TestQuarantineArithmetic(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	window := 10 * time.Second
+	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return window }, false)
+	if u := q.learn(0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.IsZero() {
+		t.Fatalf("fresh node quarantined by default until %v", u)
+	}
+	if err := q.discount(0); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Minute)
+	start := clk.Now()
+	u := q.learn(0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 3 s ago
+	if want := start.Add(7 * time.Second); !u.Equal(want) {
+		t.Fatalf("until %v, want %v", u, want)
+	}
+	var qe *QuarantineError
+	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) || !errors.As(err, &qe) || qe.Addr != "a" {
+		t.Fatalf("discount: %v", err)
+	}
+	clk.Advance(7*time.Second - time.Nanosecond)
+	if q.discount(0) == nil {
+		t.Fatal("quarantine ended early")
+	}
+	clk.Advance(time.Nanosecond)
+	if err := q.discount(0); err != nil {
+		t.Fatalf("quarantine did not end: %v", err)
+	}
+	// A durable node, or one up for longer than the window, is not quarantined.
+	if u := q.learn(0, node.Identity{RunID: "r3", AOF: true, FsyncAlways: true}); !u.IsZero() {
+		t.Errorf("durable node quarantined until %v", u)
+	}
+	if u := q.learn(0, node.Identity{RunID: "r4", Uptime: window}); !u.IsZero() {
+		t.Errorf("old node quarantined until %v", u)
+	}
+	window = 0 // off
+	if u := q.learn(0, node.Identity{RunID: "r5"}); !u.IsZero() {
+		t.Errorf("quarantine off, still until %v", u)
+	}
+}
+
+func TestQuarantineFreshAndSameServer(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return 5 * time.Second }, true)
+	if u := q.learn(0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
+		t.Errorf("strict mode: fresh node until %v", u)
+	}
+	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour})
+	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour})
+	var se *SameServerError
+	if err := q.discount(2); !errors.Is(err, ErrSameServer) || !errors.As(err, &se) || se.Addr != "c" || se.Other != "b" {
+		t.Errorf("alias: %v", err)
+	}
+	if err := q.discount(1); err != nil {
+		t.Errorf("first address discounted: %v", err)
+	}
+}
