@@ -77,28 +77,36 @@ func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, f
 // learn records node i's identity, read just now. It returns the end of a
 // quarantine it started (zero if none): a node whose run_id changed since
 // it was last learned restarted, and what it held may be gone; it stays out
-// until window - uptime from now, i.e. one window after its start. A
-// durable node (appendonly, appendfsync always) lost nothing.
+// until window - uptime from now, i.e. one window after its start. A new
+// run_id whose uptime is already past the window is another server at this
+// address (a promoted replica after fail-over, a moved DNS name): it never
+// saw the writes the old one acknowledged, so it stays out one full window
+// from now. A durable node (appendonly, appendfsync always) lost nothing
+// by a restart; a fail-over is quarantined all the same.
 func (q *quarantine) learn(i int, id node.Identity) time.Time {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	prev := q.ids[i]
 	q.ids[i] = id
-	if prev.RunID == id.RunID || id.Durable() {
-		return time.Time{}
-	}
-	reason := "restart observed"
-	if prev.RunID == "" {
-		if !q.fresh {
-			return time.Time{}
-		}
-		reason = "fresh start"
-	}
 	w := q.window()
-	if w <= 0 || id.Uptime >= w {
+	if prev.RunID == id.RunID || w <= 0 {
 		return time.Time{}
 	}
-	q.until[i] = q.clock.Now().Add(w - id.Uptime)
+	reason, left := "restart observed", w-id.Uptime
+	switch {
+	case prev.RunID == "" && (!q.fresh || id.Durable()):
+		return time.Time{}
+	case prev.RunID == "":
+		reason = "fresh start"
+	case id.Uptime >= w:
+		reason, left = "another server at this address (fail-over?)", w
+	case id.Durable():
+		return time.Time{}
+	}
+	if left <= 0 {
+		return time.Time{}
+	}
+	q.until[i] = q.clock.Now().Add(left)
 	q.reason[i] = reason
 	return q.until[i]
 }

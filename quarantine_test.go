@@ -37,12 +37,20 @@ func TestQuarantineArithmetic(t *testing.T) {
 	if err := q.discount(0); err != nil {
 		t.Fatalf("quarantine did not end: %v", err)
 	}
-	// A durable node, or one up for longer than the window, is not quarantined.
+	// A durable node that restarted lost nothing: not quarantined.
 	if u := q.learn(0, node.Identity{RunID: "r3", AOF: true, FsyncAlways: true}); !u.IsZero() {
 		t.Errorf("durable node quarantined until %v", u)
 	}
-	if u := q.learn(0, node.Identity{RunID: "r4", Uptime: window}); !u.IsZero() {
-		t.Errorf("old node quarantined until %v", u)
+	// A new run_id up for longer than the window is another server at the
+	// address (fail-over): it never saw our writes, one full window out.
+	now := clk.Now()
+	if u := q.learn(0, node.Identity{RunID: "r4", Uptime: time.Hour, AOF: true, FsyncAlways: true}); !u.Equal(now.Add(window)) {
+		t.Errorf("fail-over: until %v, want %v", u, now.Add(window))
+	}
+	// A fresh Client meeting an old node: nothing to suspect.
+	q2 := newQuarantine(clk, []string{"a"}, func() time.Duration { return window }, true)
+	if u := q2.learn(0, node.Identity{RunID: "r1", Uptime: window}); !u.IsZero() {
+		t.Errorf("strict mode: node up one window quarantined until %v", u)
 	}
 	window = 0 // off
 	if u := q.learn(0, node.Identity{RunID: "r5"}); !u.IsZero() {
