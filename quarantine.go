@@ -224,11 +224,20 @@ func (c *Client) identifyStale(ctx context.Context, ttl time.Duration) {
 	}
 	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
 	}
+	var due uint64 // stale nodes; usually none, and then no context or timer is made
+	for i := range c.nodes {
+		if c.stale(i) {
+			due |= 1 << i
+		}
+	}
+	if due == 0 {
+		return
+	}
 	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
 	defer cancel()
 	for i := range c.nodes {
-		if c.stale(i) {
+		if due&(1<<i) != 0 {
 			wg.Add(1)
 			go func(i int) { defer wg.Done(); c.identify(ctx, i) }(i)
 		}

@@ -84,11 +84,13 @@ type Client struct {
 	renewer renewer      // watchdog renewals due, sent in batches
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
-	q       *quarantine  // restart quarantine and alias gate; nil when off
-	ids     identities   // dial counts and learned identities, for q
-	ops     inflight     // Lock, Extend and Release calls in progress; Close waits for them
-	wg      inflight     // node calls still in flight (stragglers)
-	closed  atomic.Bool
+	// countsFn is quorum.Config.Counts over gates; nil when there are none.
+	countsFn func(int) bool
+	q        *quarantine // restart quarantine and alias gate; nil when off
+	ids      identities  // dial counts and learned identities, for q
+	ops      inflight    // Lock, Extend and Release calls in progress; Close waits for them
+	wg       inflight    // node calls still in flight (stragglers)
+	closed   atomic.Bool
 	// closing is cancelled by Close; it ends the backoff waits of Lock.
 	closing context.Context
 	stop    context.CancelFunc
@@ -205,6 +207,9 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
 	c.setupQuarantine(clients)
+	if len(c.gates) > 0 {
+		c.countsFn = func(i int) bool { return c.discount(i) == nil } // made once, not per round
+	}
 	id, err := instanceID(o.name)
 	if err != nil {
 		return nil, err

@@ -21,10 +21,11 @@ func (c *Client) discount(i int) error {
 }
 
 // counts is quorum.Config.Counts for rounds that grant or keep a lock:
-// nil when no gate is configured, so that a round asks nothing.
+// nil for releases and when no gate is configured, so that a round asks
+// nothing.
 func (c *Client) counts(o op) func(int) bool {
-	if o == opRelease || len(c.gates) == 0 {
+	if o == opRelease {
 		return nil
 	}
-	return func(i int) bool { return c.discount(i) == nil }
+	return c.countsFn
 }

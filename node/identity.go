@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -64,34 +63,34 @@ func (n *Node) Identify(ctx context.Context) (Identity, error) {
 // only from an "appendfsync:always" line, which Identify adds from CONFIG
 // GET. It fails with ErrNoRunID when the text has no run_id.
 func ParseInfo(s string) (Identity, error) {
-	var id Identity
-	sc := bufio.NewScanner(strings.NewReader(s))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
-		if !ok || strings.HasPrefix(k, "#") {
-			continue
+	f := InfoFields(s)
+	id := Identity{RunID: f["run_id"], Role: f["role"], AOF: f["aof_enabled"] == "1",
+		FsyncAlways: f["appendfsync"] == "always", Version: f["redis_version"]}
+	if v, ok := f["uptime_in_seconds"]; ok {
+		sec, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return Identity{}, fmt.Errorf("redlock/node: INFO uptime_in_seconds %q: %w", v, err)
 		}
-		switch k {
-		case "run_id":
-			id.RunID = v
-		case "uptime_in_seconds":
-			sec, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return Identity{}, fmt.Errorf("redlock/node: INFO uptime_in_seconds %q: %w", v, err)
-			}
-			id.Uptime = time.Duration(sec) * time.Second
-		case "role":
-			id.Role = v
-		case "aof_enabled":
-			id.AOF = v == "1"
-		case "appendfsync":
-			id.FsyncAlways = v == "always"
-		case "redis_version":
-			id.Version = v
-		}
+		id.Uptime = time.Duration(sec) * time.Second
 	}
 	if id.RunID == "" {
 		return Identity{}, ErrNoRunID
 	}
 	return id, nil
+}
+
+// InfoFields splits INFO text into its "field:value" lines (CRLF or LF),
+// skipping section headers and blank lines.
+func InfoFields(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
 }

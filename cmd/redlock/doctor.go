@@ -20,6 +20,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/node"
 )
 
 // Verdicts of a doctor check.
@@ -445,19 +446,8 @@ func configGet(ctx context.Context, c *redis.Client, name string) (string, error
 	return v, nil
 }
 
-func parseInfo(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimRight(line, "\r")
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+// parseInfo is node.InfoFields, the one INFO parser of the project.
+func parseInfo(s string) map[string]string { return node.InfoFields(s) }
 
 // serverVersion reads the server and version from INFO server: Valkey 8+
 // shows valkey_version (its redis_version stays 7.2.4 for clients that
