@@ -136,11 +136,14 @@ func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error)
 		return result{}, err
 	}
 	res := result{owner: a.owner, out: out, cause: out.Err}
+	if c.o.fencing && out.Reached && res.cause == nil {
+		a.token, res.out = c.fence(ctx, r.keys, r.ttl, a, out)
+	}
 	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {
 		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
 	}
-	if out.Reached && res.cause == nil && res.validity > c.o.minValidity {
+	if res.out.Reached && res.cause == nil && res.validity > c.o.minValidity {
 		res.lock = c.newLock(r.keys, r.ttl, a, out, r.watchdog)
 		c.report(ctx, outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
 			left: res.lock.Remaining()})

@@ -27,6 +27,7 @@ type attempt struct {
 	owner string
 	round *quorum.Round
 	start time.Time // when the round started: the validity counts from here
+	token int64     // fencing token once the attempt won (WithFencing), else 0
 }
 
 // try sends one acquisition of keys for ttl to every node under a fresh
@@ -40,22 +41,27 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	a := &attempt{owner: owner}
 	cmd := node.LockNew(keys, owner, ttl)
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
-	if c.retries && len(keys) == 1 {
+	switch {
+	case c.o.fencing:
+		cmd = node.LockFenced(keys, fenceKeys(keys), owner, ttl)
+		again = cmd
+	case c.retries && len(keys) == 1:
 		again = node.Lock(keys, owner, ttl)
 	}
 	c.identifyStale(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()
-	a.round = c.round(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+	a.round = c.roundValue(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
-			return false, errReleasePending // not sent: nothing to undo
+			return 0, false, errReleasePending // not sent: nothing to undo
 		}
 		g, use := c.gen(i), cmd
 		if c.nodes[i].Retries() {
 			use = again
 		}
-		ok, err := c.nodes[i].Do(ctx, use)
-		return c.checkYes(ctx, i, g, ok, err)
+		v, ok, err := c.nodes[i].DoValue(ctx, use)
+		ok, err = c.checkYes(ctx, i, g, ok, err)
+		return v, ok, err
 	})
 	return a, a.round.Wait(ctx), nil
 }

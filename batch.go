@@ -44,9 +44,9 @@ func (c *Client) renewRound(rs []node.Renewal, ttl time.Duration) []quorum.Outco
 		go func(i int) {
 			defer c.wg.Done()
 			ok, errs := make([]bool, len(rs)), make([]error, len(rs))
-			_, err := c.call(ctx, i, canSkip, func(ctx context.Context, i int) (bool, error) {
+			_, _, err := c.call(ctx, i, canSkip, func(ctx context.Context, i int) (bool, error) {
 				return true, c.nodes[i].ExtendMany(ctx, rs, ok, errs)
-			})
+			}, nil)
 			if notSent(err) {
 				for j := range errs {
 					errs[j] = err

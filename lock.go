@@ -25,6 +25,7 @@ type Lock struct {
 	c        *Client
 	keys     []string
 	owner    string
+	token    int64     // fencing token (WithFencing), else 0
 	won      *answers  // what the nodes answered the winning attempt, for Release
 	acquired time.Time // start of the winning attempt
 	watchdog bool      // renewed in the background (see Watchdog)
@@ -51,7 +52,7 @@ type Lock struct {
 var ErrReleased = errors.New("redlock: lock released")
 
 func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quorum.Outcome, watchdog bool) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, won: c.watch(a), acquired: a.start, watchdog: watchdog,
+	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: watchdog,
 		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))}
 	l.setVotes(out.Votes)
 	if watchdog {
@@ -97,6 +98,18 @@ func (l *Lock) Owner() string {
 		return ""
 	}
 	return l.owner
+}
+
+// Token returns the lock's fencing token (WithFencing), or 0 without
+// fencing. Pass it with every write to the protected resource, which must
+// refuse a write whose token is lower than one it has already seen (see
+// package fence): a holder that was paused past its deadline then cannot
+// overwrite what a later holder wrote.
+func (l *Lock) Token() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
 }
 
 // TTL returns the TTL of the last acquisition, extension or renewal.

@@ -110,6 +110,9 @@ func (c *Client) report(ctx context.Context, o outcome) {
 			if o.passed {
 				attrs = append(attrs, slog.Bool("passed", true))
 			}
+			if o.lock != nil && o.lock.token != 0 {
+				attrs = append(attrs, slog.Int64("token", o.lock.token))
+			}
 			if o.err != nil {
 				attrs = append(attrs, slog.String("error", o.err.Error()))
 			}

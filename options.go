@@ -66,6 +66,7 @@ type options struct {
 	nodeObs      []func(NodeEvent)
 	qWindow      time.Duration // WithRestartQuarantine; qSet false: the longest TTL
 	qSet, qFresh bool
+	fencing      bool
 }
 
 func defaults() options {

@@ -28,7 +28,7 @@ func (c *Client) HandoffStats() handoff.Stats { return c.hub.Stats() }
 // so that other processes get their turn. It reports whether l was handed.
 func (l *Lock) passOn() bool {
 	c := l.c
-	if c.hub == nil || len(l.keys) != 1 || l.passes >= c.o.localHandoff {
+	if c.hub == nil || len(l.keys) != 1 || l.passes >= c.o.localHandoff || l.token != 0 {
 		return false
 	}
 	next := l.successor()

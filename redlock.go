@@ -410,6 +410,9 @@ func (c *Client) checkKeys(keys []string) error {
 			return invalid("duplicate key %q", k)
 		}
 		seen[k] = struct{}{}
+		if c.cluster && c.o.fencing && node.Slot(FenceKey(k)) != node.Slot(k) {
+			return invalid("key %q: its fence register %q would be in another cluster hash slot; use a {hash tag}", k, FenceKey(k))
+		}
 	}
 	if c.cluster && len(keys) > 1 {
 		s := node.Slot(keys[0])
@@ -483,14 +486,24 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // runs to its answer tells exactly what is there to undo. The caller's wait
 // (Round.Wait) still ends with ctx.
 func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call) *quorum.Round {
+	return c.start(ctx, o, timeout, need, call, nil)
+}
+
+// roundValue is round for calls whose yes carries a value (Vote.Value).
+func (c *Client) roundValue(ctx context.Context, o op, ttl time.Duration, need int, call quorum.ValueCall) *quorum.Round {
+	return c.start(ctx, o, c.callTimeout(ttl), need, nil, call)
+}
+
+// start is roundWithin for call or, if it is nil, vcall.
+func (c *Client) start(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call, vcall quorum.ValueCall) *quorum.Round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(o)}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(o, i, v) }
 	}
 	canSkip := c.canSkip(o, need)
-	return quorum.Start(ctx, cfg, func(ctx context.Context, i int) (bool, error) {
-		return c.call(ctx, i, canSkip, call)
+	return quorum.StartValue(ctx, cfg, func(ctx context.Context, i int) (int64, bool, error) {
+		return c.call(ctx, i, canSkip, call, vcall)
 	})
 }
 
@@ -527,17 +540,25 @@ type nodeHealth struct {
 // needs undoing there.
 var ErrNodeSkipped = errors.New("redlock: node skipped: its last call timed out and a probe is in flight")
 
-// call runs op on node i, applying and updating the node's health.
-func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) (bool, error) {
+// call runs op (or, if it is nil, vop) on node i, applying and updating
+// the node's health.
+func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call, vop quorum.ValueCall) (int64, bool, error) {
 	h := &c.health[i]
 	if h.suspect.Load() {
 		if h.probing.CompareAndSwap(false, true) {
 			defer h.probing.Store(false)
 		} else if canSkip {
-			return false, ErrNodeSkipped
+			return 0, false, ErrNodeSkipped
 		}
 	}
-	ok, err := op(ctx, i)
+	var v int64
+	var ok bool
+	var err error
+	if vop != nil {
+		v, ok, err = vop(ctx, i)
+	} else {
+		ok, err = op(ctx, i)
+	}
 	switch {
 	case notSent(err): // nothing reached the node: its health is unknown
 	case err != nil && node.IsTimeout(err):
@@ -545,7 +566,7 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call) 
 	default:
 		h.suspect.Store(false)
 	}
-	return ok, err
+	return v, ok, err
 }
 
 // backoff returns the wait before attempt+1: exponential, capped, with

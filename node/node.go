@@ -23,6 +23,10 @@ var (
 	extendSrc string
 	//go:embed release.lua
 	releaseSrc string
+	//go:embed lock_fenced.lua
+	lockFencedSrc string
+	//go:embed fence_raise.lua
+	fenceRaiseSrc string
 )
 
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
@@ -31,6 +35,8 @@ var (
 	lockScript    = redis.NewScript(lockSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
+	fencedScript  = redis.NewScript(lockFencedSrc)
+	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
 
 // Node is one Redis master. It is safe for concurrent use.
@@ -84,7 +90,8 @@ type Cmd struct {
 	args   []interface{} // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
 	src    string        // the script's source, for EVAL after NOSCRIPT; "" for SET NX
 	keyPos int           // position of the first key in args
-	want   int64         // script reply that means yes
+	want   int64         // script reply that means yes; valued: any reply > 0
+	valued bool          // the reply is a value (a fencing candidate), yes when > 0
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -111,7 +118,25 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
 	}
-	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1}
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1, want: 1}
+}
+
+// LockFenced is Lock that also raises this node's fence registers of keys
+// (fences[i] is the register of keys[i]) to one more than the highest of
+// them: the node's yes carries that value (see DoValue), its candidate
+// fencing token.
+func LockFenced(keys, fences []string, value string, ttl time.Duration) *Cmd {
+	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds())
+	c.valued = true
+	return c
+}
+
+// RaiseFence raises the fence registers of keys (fences[i] is the register
+// of keys[i]) to token, never lowering them, if every key still holds
+// value: a raise that arrives after the lock expired on the node is
+// refused, so that it cannot land after a later holder read the register.
+func RaiseFence(keys, fences []string, value string, token int64) *Cmd {
+	return scriptCmd(raiseScript, fenceRaiseSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, token)
 }
 
 // Extend resets the TTL of keys to ttl if they all still hold value. It
@@ -141,27 +166,49 @@ func (n *Node) Announces() bool { return !n.cluster }
 // outcome is unknown: the command may have run. A script the node does not
 // know (after a restart or SCRIPT FLUSH) is sent again as EVAL.
 func (n *Node) Do(ctx context.Context, c *Cmd) (bool, error) {
-	if !n.guard {
-		return n.do(ctx, c)
-	}
-	return n.guarded(ctx, c)
+	_, ok, err := n.DoValue(ctx, c)
+	return ok, err
 }
 
-func (n *Node) do(ctx context.Context, c *Cmd) (bool, error) {
+// DoValue is Do that also returns the value a yes carries: the node's
+// candidate fencing token for LockFenced, 0 for the other commands.
+func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
+	var v int64
+	var err error
+	if !n.guard {
+		v, err = n.do(ctx, c)
+	} else {
+		v, err = n.guarded(ctx, c)
+	}
+	switch {
+	case err != nil:
+		return 0, false, err
+	case c.valued:
+		return v, v > 0, nil
+	}
+	return 0, v == c.want, nil
+}
+
+// do returns the node's reply: the script's integer, or for SET NX 1 (OK)
+// or 0 (nil).
+func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
 	cmd := n.process(ctx, c.args, c.keyPos)
 	if c.src == "" { // SET NX: OK or nil
 		err := cmd.Err()
 		if err == redis.Nil {
-			return false, nil
+			return 0, nil
 		}
-		return err == nil, err
+		if err != nil {
+			return 0, err
+		}
+		return 1, nil
 	}
 	v, err := cmd.Int64()
 	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
 		args := append([]interface{}{"eval", c.src}, c.args[2:]...)
 		v, err = n.process(ctx, args, c.keyPos).Int64()
 	}
-	return err == nil && v == c.want, err
+	return v, err
 }
 
 func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *redis.Cmd {
@@ -174,9 +221,9 @@ func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *red
 // guarded runs c on its own goroutine and returns by ctx's deadline even if
 // the client ignores it; the command then ends on the client's socket
 // timeout.
-func (n *Node) guarded(ctx context.Context, c *Cmd) (bool, error) {
+func (n *Node) guarded(ctx context.Context, c *Cmd) (int64, error) {
 	type result struct {
-		ok  bool
+		v   int64
 		err error
 	}
 	ch := make(chan result, 1)
@@ -187,14 +234,14 @@ func (n *Node) guarded(ctx context.Context, c *Cmd) (bool, error) {
 		if n.track != nil {
 			defer n.track.Done()
 		}
-		ok, err := n.do(ctx, c)
-		ch <- result{ok, err}
+		v, err := n.do(ctx, c)
+		ch <- result{v, err}
 	}()
 	select {
 	case r := <-ch:
-		return r.ok, r.err
+		return r.v, r.err
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return 0, ctx.Err()
 	}
 }
 

@@ -43,6 +43,7 @@ var ErrPending = errors.New("no answer before the decision")
 // Vote is what one node answered.
 type Vote struct {
 	OK      bool          // the node said yes
+	Value   int64         // what the yes carried (a ValueCall's value); 0 otherwise
 	Err     error         // the call failed (the node's state is unknown)
 	Latency time.Duration // time from the start of the round to the answer
 	Done    bool          // the node answered before the decision
@@ -53,6 +54,10 @@ type Vote struct {
 
 // Call is the request sent to one node. It must return when ctx is done.
 type Call func(ctx context.Context, node int) (bool, error)
+
+// ValueCall is a Call whose yes carries a value (for example a node's
+// candidate fencing token), kept in Vote.Value.
+type ValueCall func(ctx context.Context, node int) (value int64, ok bool, err error)
 
 // Config describes one round.
 type Config struct {
@@ -116,15 +121,25 @@ type Round struct {
 	done    chan struct{}
 	ctx     context.Context // passed to every call
 	fn      Call
+	vfn     ValueCall // instead of fn (StartValue)
 }
 
 // Start sends call to every node, each on its own goroutine, and returns at
 // once. ctx is passed to every call.
 func Start(ctx context.Context, cfg Config, call Call) *Round {
+	return start(ctx, cfg, call, nil)
+}
+
+// StartValue is Start for calls whose yes carries a value.
+func StartValue(ctx context.Context, cfg Config, call ValueCall) *Round {
+	return start(ctx, cfg, nil, call)
+}
+
+func start(ctx context.Context, cfg Config, call Call, vcall ValueCall) *Round {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Round{cfg: cfg, done: make(chan struct{}), ctx: ctx, fn: call}
+	r := &Round{cfg: cfg, done: make(chan struct{}), ctx: ctx, fn: call, vfn: vcall}
 	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
 		r.votes, r.answers, r.arrived, r.off = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N], r.inlineC[:cfg.N]
@@ -159,12 +174,22 @@ func (r *Round) call(i int) {
 	if r.cfg.Track != nil {
 		defer r.cfg.Track.Done()
 	}
-	ok, err := r.fn(r.ctx, i)
-	r.record(i, ok, err)
+	var val int64
+	var ok bool
+	var err error
+	if r.vfn != nil {
+		val, ok, err = r.vfn(r.ctx, i)
+	} else {
+		ok, err = r.fn(r.ctx, i)
+	}
+	r.record(i, val, ok, err)
 }
 
-func (r *Round) record(i int, ok bool, err error) {
+func (r *Round) record(i int, val int64, ok bool, err error) {
 	v := Vote{OK: ok && err == nil, Err: err, Latency: r.cfg.Now().Sub(r.start), Discounted: r.off[i]}
+	if v.OK {
+		v.Value = val
+	}
 	r.mu.Lock()
 	r.running--
 	if r.running == 0 && r.cfg.Finally != nil {

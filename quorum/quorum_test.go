@@ -187,3 +187,23 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestStartValueKeepsYesValues(t *testing.T) {
+	r := StartValue(context.Background(), Config{N: 3, Need: 3}, func(_ context.Context, i int) (int64, bool, error) {
+		switch i {
+		case 0:
+			return 7, true, nil
+		case 1:
+			return 9, false, nil // a no carries no value
+		}
+		return 5, true, errors.New("failed") // nor does a failed call
+	})
+	out := r.Wait(context.Background())
+	r.WaitAll()
+	want := []int64{7, 0, 0}
+	for i, v := range out.Votes {
+		if v.Value != want[i] {
+			t.Fatalf("node %d: value %d, want %d", i, v.Value, want[i])
+		}
+	}
+}

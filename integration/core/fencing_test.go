@@ -1,0 +1,279 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/fence"
+	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/node"
+)
+
+// registers reads key's fence register on every node (0 if absent).
+func registers(t *testing.T, nodes []*harness.Node, key string) []int64 {
+	t.Helper()
+	vals, _ := raw(t, nodes, redlock.FenceKey(key))
+	out := make([]int64, len(vals))
+	for i, v := range vals {
+		if v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("node %d: register %q: %v", i, v, err)
+			}
+			out[i] = n
+		}
+	}
+	return out
+}
+
+func TestFencingTokensIncrease(t *testing.T) {
+	c, nodes := setup(t, 5, redlock.WithFencing())
+	plain := client(t, nodes)
+	ctx := context.Background()
+	var last int64
+	for i := 0; i < 5; i++ {
+		l, err := c.TryLock(ctx, "f:inc", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Token() <= last {
+			t.Fatalf("acquisition %d: token %d, not above the previous %d", i, l.Token(), last)
+		}
+		last = l.Token()
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A multi-key lock's token is above every earlier token of each key.
+	l, err := c.TryLockKeys(ctx, []string{"f:inc", "f:other"}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() <= last {
+		t.Fatalf("multi-key token %d, not above %d", l.Token(), last)
+	}
+	_ = l.Release(ctx)
+	// Without fencing there is no token and no register is touched.
+	p, err := plain.TryLock(ctx, "f:plain", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Token() != 0 {
+		t.Fatalf("token without fencing: %d", p.Token())
+	}
+	_ = p.Release(ctx)
+	for i, v := range registers(t, nodes, "f:plain") {
+		if v != 0 {
+			t.Fatalf("node %d: a lock without fencing wrote register %d", i, v)
+		}
+	}
+}
+
+// TestFencingRaisesLaggingRegisters: when the granting nodes' registers
+// disagree, the token is the highest, and it is raised on the others
+// before the lock is handed out, so that any later quorum reads it. (A
+// quorum of all nodes makes the round wait for node 4's higher value.)
+func TestFencingRaisesLaggingRegisters(t *testing.T) {
+	c, nodes := setup(t, 5, redlock.WithFencing(), redlock.WithQuorum(redlock.AllNodes))
+	ctx := context.Background()
+	nc := nodes[4].Client()
+	defer nc.Close()
+	if err := nc.Set(ctx, redlock.FenceKey("f:lag"), 41, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.TryLock(ctx, "f:lag", 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Token() != 42 {
+		t.Fatalf("token %d, want 42 (node 4 held 41, granted it and returned 42)", l.Token())
+	}
+	_ = l.Release(ctx)
+	c.Close() // waits for every call, so the registers are final
+	for i, v := range registers(t, nodes, "f:lag") {
+		if v != 42 {
+			t.Fatalf("node %d: register %d after token 42 was handed out with all nodes granting", i, v)
+		}
+	}
+	// Any later holder reads it from a quorum, whichever nodes grant.
+	for i := 0; i < 3; i++ { // take nodes away so that other quorums decide
+		nodes[i].Freeze()
+		d, err := redlock.NewFromURLs(harness.URLs(nodes), redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := d.TryLock(ctx, "f:lag", 2*time.Second)
+		nodes[i].Thaw()
+		if i < 2 && err != nil {
+			t.Fatal(err)
+		}
+		if err == nil && l.Token() <= 42 {
+			t.Fatalf("with node %d frozen: token %d, not above 42", i, l.Token())
+		}
+		if err == nil {
+			_ = l.Release(ctx)
+		}
+		d.Close()
+	}
+}
+
+// TestFencingRaiseNeedsTheLock: a raise that arrives where the lock is no
+// longer held is refused, so it cannot land after a later holder read the
+// register.
+func TestFencingRaiseNeedsTheLock(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	rc := nodes[0].Client()
+	defer rc.Close()
+	n := node.New(rc, nil)
+	ctx := context.Background()
+	keys, fences := []string{"f:r"}, []string{redlock.FenceKey("f:r")}
+	v, ok, err := n.DoValue(ctx, node.LockFenced(keys, fences, "me", time.Second))
+	if err != nil || !ok || v != 1 {
+		t.Fatalf("fenced lock: %d %v %v, want 1 true", v, ok, err)
+	}
+	if ok, err := n.Do(ctx, node.RaiseFence(keys, fences, "me", 7)); err != nil || !ok {
+		t.Fatalf("raise while held: %v %v", ok, err)
+	}
+	if ok, err := n.Do(ctx, node.RaiseFence(keys, fences, "me", 5)); err != nil || !ok {
+		t.Fatalf("lower raise while held: %v %v", ok, err)
+	}
+	if got := registers(t, nodes, "f:r")[0]; got != 7 {
+		t.Fatalf("register %d after raising to 7 then 5, want 7 (raise-only)", got)
+	}
+	rc.Del(ctx, "f:r") // the lock expired here
+	if ok, err := n.Do(ctx, node.RaiseFence(keys, fences, "me", 9)); err != nil || ok {
+		t.Fatalf("raise after the lock expired: %v %v, want refused", ok, err)
+	}
+	if got := registers(t, nodes, "f:r")[0]; got != 7 {
+		t.Fatalf("register %d after a refused raise, want 7", got)
+	}
+	// Held by someone else: the fenced lock says no and writes nothing.
+	rc.Set(ctx, "f:r", "other", time.Second)
+	if v, ok, err := n.DoValue(ctx, node.LockFenced(keys, fences, "me", time.Second)); err != nil || ok || v != 0 {
+		t.Fatalf("fenced lock on a held key: %d %v %v", v, ok, err)
+	}
+	if got := registers(t, nodes, "f:r")[0]; got != 7 {
+		t.Fatalf("register %d after a refused lock, want 7", got)
+	}
+}
+
+// TestFencingRejectsPausedHolder: a holder paused past its TTL (the pause
+// is injected: it sleeps) wakes up and writes with its old token; the
+// resource refuses it, and the new holder's writes stand. Without the
+// token check (a plain SET) the stale write lands: the lost update that
+// fencing prevents.
+func TestFencingRejectsPausedHolder(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	a := client(t, nodes, redlock.WithFencing())
+	b := client(t, nodes, redlock.WithFencing())
+	res := nodes[0].Client() // the protected resource lives in Redis here
+	defer res.Close()
+	ctx := context.Background()
+	la, err := a.TryLock(ctx, "f:pause", 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-la.Done() // A's validity ends while it is "paused"
+	time.Sleep(100 * time.Millisecond)
+	lb, err := b.Lock(ctx, "f:pause", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lb.Token() <= la.Token() {
+		t.Fatalf("B's token %d not above paused A's %d", lb.Token(), la.Token())
+	}
+	if err := fence.Set(ctx, res, "balance", lb.Token(), "written by B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.Set(ctx, res, "balance", lb.Token(), "written by B again"); err != nil {
+		t.Fatalf("the same holder writing again: %v", err)
+	}
+	err = fence.Set(ctx, res, "balance", la.Token(), "stale write by A")
+	if !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("A's stale write: %v, want ErrStale", err)
+	}
+	if v := res.Get(ctx, "balance").Val(); v != "written by B again" {
+		t.Fatalf("resource holds %q after A's stale write", v)
+	}
+	// The same sequence without the check loses B's write.
+	res.Set(ctx, "plain", "written by B", 0)
+	res.Set(ctx, "plain", "stale write by A", 0)
+	if v := res.Get(ctx, "plain").Val(); v != "stale write by A" {
+		t.Fatalf("unfenced: %q", v)
+	}
+	_ = lb.Release(ctx)
+}
+
+// TestFencingTokensOrderHolders: clients contend for one key; each holder
+// checks, inside its hold, that its token is above every token of an
+// earlier holder.
+func TestFencingTokensOrderHolders(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	var mu sync.Mutex
+	var last int64
+	var holds int
+	var wg sync.WaitGroup
+	for w := 0; w < 3; w++ {
+		c := client(t, nodes, redlock.WithFencing())
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < 10; i++ {
+					l, err := c.Lock(context.Background(), "f:order", 2*time.Second)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					if l.Token() <= last {
+						t.Errorf("token %d after an earlier holder's %d", l.Token(), last)
+					}
+					last = l.Token()
+					holds++
+					mu.Unlock()
+					if err := l.Release(context.Background()); err != nil {
+						t.Error(err)
+					}
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if holds != 90 {
+		t.Fatalf("%d holds, want 90", holds)
+	}
+}
+
+func TestFencingInput(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	rc := nodes[0].Client()
+	defer rc.Close()
+	ctx := context.Background()
+	if err := fence.Set(ctx, rc, "x", 0, "v"); err == nil {
+		t.Fatal("token 0 accepted")
+	}
+	if err := fence.Set(ctx, rc, "", 1, "v"); err == nil {
+		t.Fatal("empty key accepted")
+	}
+	if err := fence.HSet(ctx, rc, "x", 1, "field"); err == nil {
+		t.Fatal("odd field/value list accepted")
+	}
+	if err := fence.HSet(ctx, rc, "h", 3, "qty", 10, "by", "me"); err != nil {
+		t.Fatal(err)
+	}
+	if err := fence.HSet(ctx, rc, "h", 2, "qty", 99); !errors.Is(err, fence.ErrStale) {
+		t.Fatalf("lower token on a hash: %v", err)
+	}
+	if v := rc.HGet(ctx, "h", "qty").Val(); v != "10" {
+		t.Fatalf("qty %q", v)
+	}
+	if n := rc.Exists(ctx, "x", fence.TokenKey("x")).Val(); n != 0 {
+		t.Fatalf("a refused call wrote %d keys", n)
+	}
+}
