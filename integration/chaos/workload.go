@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/fence"
 )
 
 // Mono reads CLOCK_MONOTONIC in nanoseconds: the clock all processes on
@@ -82,22 +83,11 @@ type Spec struct {
 	Observe func(redlock.Event) `json:"-"`
 }
 
-// fenceScript is the fenced resource: it stores the highest token seen and
-// accepts a write only with a strictly greater token.
-var fenceScript = redis.NewScript(`
-local max = tonumber(redis.call('GET', KEYS[2]) or '0')
-local tok = tonumber(ARGV[1])
-if tok <= max then return 0 end
-redis.call('SET', KEYS[2], ARGV[1])
-redis.call('SET', KEYS[1], ARGV[2])
-return 1`)
-
-// CounterKey, TokenKey and FenceKey name the workload's keys in the counter
-// Redis. The token is the TEST's own token source (an INCR on the separate
-// Redis taken while holding the lock); the core has no fencing tokens yet.
+// CounterKey names the workload's counter in the counter Redis. With
+// fencing, it is written through package fence with the lock's own token
+// (redlock.WithFencing), which keeps the highest token seen under
+// fence.TokenKey(CounterKey(k)).
 func CounterKey(k string) string { return "ctr:" + k }
-func TokenKey(k string) string   { return "tok:" + k }
-func FenceKey(k string) string   { return "fence:" + k }
 
 // Run runs the workload until its duration is over or ctx is done and
 // returns the records of every acquisition.
@@ -118,6 +108,9 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	}
 	if s.Observe != nil {
 		opts = append(opts, redlock.WithObserver(s.Observe))
+	}
+	if s.Fencing {
+		opts = append(opts, redlock.WithFencing())
 	}
 	var w *watch
 	if s.Lease > 0 {
@@ -173,14 +166,6 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 // work, write counter+1 (through the fenced resource when fencing is on).
 func critical(ctx context.Context, s Spec, ctr *redis.Client, key string, l *redlock.Lock, rng *mrand.Rand, clk clock.Clock, n int) (wrote, fenced bool) {
 	bg := context.WithoutCancel(ctx)
-	var tok int64
-	if s.Fencing {
-		t, err := ctr.Incr(bg, TokenKey(key)).Result()
-		if err != nil {
-			return false, false
-		}
-		tok = t
-	}
 	v, err := ctr.Get(bg, CounterKey(key)).Int64()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return false, false
@@ -195,11 +180,13 @@ func critical(ctx context.Context, s Spec, ctr *redis.Client, key string, l *red
 	}
 	next := strconv.FormatInt(v+1, 10)
 	if s.Fencing {
-		ok, err := fenceScript.Run(bg, ctr, []string{CounterKey(key), FenceKey(key)}, tok, next).Int()
-		if err != nil {
+		switch err := fence.Set(bg, ctr, CounterKey(key), l.Token(), next); {
+		case errors.Is(err, fence.ErrStale):
+			return false, true
+		case err != nil:
 			return false, false
 		}
-		return ok == 1, ok == 0
+		return true, false
 	}
 	if err := ctr.Set(bg, CounterKey(key), next, 0).Err(); err != nil {
 		return false, false
