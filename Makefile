@@ -3,14 +3,14 @@
 GO ?= go
 RACE ?= -race
 
-.PHONY: demo test check unit integration cli chaos chaos-full bench bench-go bench-quick compose-check ci
+.PHONY: demo test check unit integration cli examples chaos chaos-full bench bench-go bench-quick compose-check ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff), CLI, chaos short mode (processes and containers)
-test: check unit integration cli chaos
+## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff), CLI, the fencing example (PostgreSQL), chaos short mode (processes and containers)
+test: check unit integration cli examples chaos
 	@echo "make test: all passed"
 
 check:
@@ -19,6 +19,7 @@ check:
 	cd integration && $(GO) vet ./...
 	cd cmd/redlock && $(GO) vet ./...
 	cd redlockotel && $(GO) vet ./...
+	cd examples/stock && $(GO) vet ./...
 
 unit:
 	$(GO) test $(RACE) -count=1 ./...
@@ -31,6 +32,12 @@ integration:
 cli:
 	@scripts/ensure-redis.sh
 	cd cmd/redlock && $(GO) test $(RACE) -count=1 ./...
+
+## examples: the fencing example against its own PostgreSQL and redis-server (installs postgresql if missing)
+examples:
+	@scripts/ensure-redis.sh
+	@scripts/ensure-postgres.sh
+	cd examples/stock && $(GO) test $(RACE) -count=1 ./...
 
 ## chaos: short chaos suite (< 2 min); chaos-full: every scenario (< 10 min)
 chaos:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,17 +28,48 @@ type NodeHold struct {
 
 // KeyReport is one lock key across the nodes.
 type KeyReport struct {
-	Key        string     `json:"key"`
-	Owner      string     `json:"owner"`            // the owner held on the most nodes
-	Client     string     `json:"client,omitempty"` // the instance id in Owner (redlock.Client.ID): who holds it
-	Held       int        `json:"held"`             // nodes holding that owner
-	Nodes      int        `json:"nodes"`            // nodes inspected
-	Quorum     int        `json:"quorum"`           // votes a lock needs
-	QuorumHeld bool       `json:"quorum_held"`
-	Partial    bool       `json:"partial"` // held by fewer than a quorum: a leftover
-	NoTTL      bool       `json:"no_ttl"`  // some node holds it without expiry
-	MinTTLms   int64      `json:"min_ttl_ms"`
-	PerNode    []NodeHold `json:"per_node"`
+	Key        string `json:"key"`
+	Owner      string `json:"owner"`            // the owner held on the most nodes
+	Client     string `json:"client,omitempty"` // the instance id in Owner (redlock.Client.ID): who holds it
+	Held       int    `json:"held"`             // nodes holding that owner
+	Nodes      int    `json:"nodes"`            // nodes inspected
+	Quorum     int    `json:"quorum"`           // votes a lock needs
+	QuorumHeld bool   `json:"quorum_held"`
+	Partial    bool   `json:"partial"` // held by fewer than a quorum: a leftover
+	NoTTL      bool   `json:"no_ttl"`  // some node holds it without expiry
+	MinTTLms   int64  `json:"min_ttl_ms"`
+	// Fence is the highest fence register of the key on the nodes (see
+	// redlock.FenceKey): the token of the latest holder that took it
+	// with fencing; 0 if it never had one.
+	Fence   int64      `json:"fence,omitempty"`
+	PerNode []NodeHold `json:"per_node"`
+}
+
+// isFenceKey reports whether k is the fence register of a lock key
+// (redlock.FenceKey): it is not itself a lock, and has no TTL by design.
+func isFenceKey(k string) bool {
+	base, ok := strings.CutSuffix(k, ":fence")
+	if !ok {
+		return false
+	}
+	if redlock.FenceKey(base) == k {
+		return true
+	}
+	return len(base) > 2 && base[0] == '{' && base[len(base)-1] == '}' && redlock.FenceKey(base[1:len(base)-1]) == k
+}
+
+// fence returns the highest value of key's fence register on the nodes.
+func fence(ctx context.Context, clients []*redis.Client, key string) int64 {
+	var top int64
+	for _, c := range clients {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := c.Get(cctx, redlock.FenceKey(key)).Int64()
+		cancel()
+		if err == nil && v > top {
+			top = v
+		}
+	}
+	return top
 }
 
 func cmdInspect(args []string, out io.Writer) error {
@@ -102,6 +134,9 @@ func inspect(ctx context.Context, clients []*redis.Client, urls []string, patter
 				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
 			}
 			for _, k := range keys {
+				if isFenceKey(k) {
+					continue
+				}
 				if _, ok := per[k]; !ok {
 					per[k] = make([]NodeHold, len(clients))
 					for j := range clients {
@@ -135,7 +170,9 @@ func inspect(ctx context.Context, clients []*redis.Client, urls []string, patter
 				holds[i].TTLms = durMs(ttl)
 			}
 		}
-		reports = append(reports, summarize(k, holds, quorum))
+		r := summarize(k, holds, quorum)
+		r.Fence = fence(ctx, clients, k)
+		reports = append(reports, r)
 	}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Key < reports[j].Key })
 	return reports, nil
@@ -186,7 +223,7 @@ func printReports(out io.Writer, reports []KeyReport) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tCLIENT\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFLAGS")
+	fmt.Fprintln(tw, "KEY\tCLIENT\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFENCE\tFLAGS")
 	for _, r := range reports {
 		var nodes strings.Builder
 		for _, h := range r.PerNode {
@@ -218,11 +255,17 @@ func printReports(out io.Writer, reports []KeyReport) {
 		if client == "" {
 			client = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", r.Key, client, attempt, nodes.String(), r.Held, r.Nodes, quorum, ttl, strings.Join(flags, ","))
+		fence := "-"
+		if r.Fence > 0 {
+			fence = strconv.FormatInt(r.Fence, 10)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\t%s\n", r.Key, client, attempt, nodes.String(), r.Held, r.Nodes, quorum, ttl, fence,
+			strings.Join(flags, ","))
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "CLIENT: the holder's instance id (redlock.Client.ID, logged by that process); OWNER: the attempt's random part")
 	fmt.Fprintln(out, "NODES: # holds the owner shown, x holds another owner or a non-lock value, . absent")
+	fmt.Fprintln(out, "FENCE: the highest fence register of the key (the latest fenced holder's token); - if never fenced")
 }
 
 func cmdUnlock(args []string, out io.Writer) error {

@@ -273,3 +273,37 @@ func TestCLIErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestInspectShowsFence(t *testing.T) {
+	urls := nodes(t, 3)
+	c, err := redlock.NewFromURLs(urls, redlock.WithFencing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var l *redlock.Lock
+	for i := 0; i < 3; i++ { // token 3: three holders in turn
+		if l, err = c.Lock(ctx, "fenced", 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 {
+			_ = l.Release(ctx)
+		}
+	}
+	c.Close() // waits for every node call: the registers are final
+	code, out, _ := runCmd(t, "inspect", "--json", "--nodes", strings.Join(urls, ","), "*")
+	if code != exitOK {
+		t.Fatalf("inspect: exit %d\n%s", code, out)
+	}
+	var reports []KeyReport
+	if err := json.Unmarshal([]byte(out), &reports); err != nil {
+		t.Fatalf("JSON: %v\n%s", err, out)
+	}
+	if len(reports) != 1 || reports[0].Key != "fenced" || reports[0].Fence != l.Token() || l.Token() != 3 {
+		t.Fatalf("want only the lock key, with fence %d (the register is not a lock, nor a leftover): %+v", l.Token(), reports)
+	}
+	_, out, _ = runCmd(t, "inspect", "--nodes", strings.Join(urls, ","), "*")
+	if !strings.Contains(out, "FENCE") || !strings.Contains(out, " 3 ") {
+		t.Fatalf("table lacks the fence:\n%s", out)
+	}
+}
