@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/handoff"
 )
 
@@ -225,6 +226,12 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 					if err != nil {
 						return err
 					}
+					fenced, err := newOursAs("redlock-fenced", urls, redlock.WithFencing())
+					if err != nil {
+						closeContenders(cs)
+						return err
+					}
+					cs = append(cs, fenced) // the cost of fencing tokens, beside the same library without
 					defer closeContenders(cs)
 					res.Uncontended[n] = uncontended(cs, cfg.iters, cfg.block, nil)
 					return nil
@@ -802,6 +809,9 @@ func markdown(r *Results) string {
 				o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.P50us, o.Errors, s.Errors)
 		}
 	}
+	if len(r.Uncontended) > 0 {
+		b.WriteString(fencingTable(r))
+	}
 	if len(r.SlowNode) > 0 {
 		b.WriteString("\n### One of five nodes slow or frozen (acquire+release)\n\n| node 5 | redlock p50 | redsync p50 | ratio | redlock p99 | redsync p99 | ratio | redlock cycles | redsync cycles | errors (ours/theirs) |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, k := range []string{"healthy", "+2ms", "+20ms", "+200ms", "frozen"} {
@@ -987,4 +997,22 @@ func defaultOutDir() string {
 		}
 	}
 	return filepath.Join("bench", "results")
+}
+
+// fencingTable compares uncontended acquire+release with fencing tokens
+// (WithFencing) and without, same library, same nodes, same run.
+func fencingTable(r *Results) string {
+	var b strings.Builder
+	b.WriteString("\n### Cost of fencing tokens (uncontended acquire+release, WithFencing vs without)\n\n| nodes | p50 without | p50 fenced | ratio | p99 without | p99 fenced | ratio | cycles/s without | cycles/s fenced | ratio |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	var ns []int
+	for n := range r.Uncontended {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	for _, n := range ns {
+		o, f := r.Uncontended[n]["redlock"], r.Uncontended[n]["redlock-fenced"]
+		fmt.Fprintf(&b, "| %d | %.0fµs | %.0fµs | %s | %.0fµs | %.0fµs | %s | %.0f | %.0f | %s |\n", n, o.P50us, f.P50us, ratio(f.P50us, o.P50us),
+			o.P99us, f.P99us, ratio(f.P99us, o.P99us), o.CyclesPerSec, f.CyclesPerSec, ratio(f.CyclesPerSec, o.CyclesPerSec))
+	}
+	return b.String()
 }

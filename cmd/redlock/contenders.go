@@ -29,18 +29,25 @@ type contender interface {
 
 const benchTTL = 10 * time.Second
 
-// ours: this library with its defaults.
-type ours struct{ c *redlock.Client }
+// ours: this library with its defaults (and opts, under another label).
+type ours struct {
+	c     *redlock.Client
+	label string
+}
 
-func newOurs(urls []string) (*ours, error) {
-	c, err := redlock.NewFromURLs(urls)
+func newOurs(urls []string, opts ...redlock.Option) (*ours, error) {
+	return newOursAs("redlock", urls, opts...)
+}
+
+func newOursAs(label string, urls []string, opts ...redlock.Option) (*ours, error) {
+	c, err := redlock.NewFromURLs(urls, opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &ours{c}, nil
+	return &ours{c, label}, nil
 }
 
-func (o *ours) name() string { return "redlock" }
+func (o *ours) name() string { return o.label }
 func (o *ours) try(ctx context.Context, key string) (func() error, error) {
 	l, err := o.c.TryLock(ctx, key, benchTTL)
 	if err != nil {
