@@ -84,7 +84,7 @@ func TestEstimatorRates(t *testing.T) {
 		{"fast node 1.02", scenario{clientRate: 1, nodeRate: 1.02, every: time.Second, n: 40, rtt: constRTT(time.Millisecond)}, 0.001},
 		{"rtt noise, same rate", scenario{clientRate: 1, nodeRate: 1, every: time.Second, n: 100, rtt: noise, at: at}, 0.001},
 		{"rtt noise, slow client 0.995", scenario{clientRate: 0.995, nodeRate: 1, every: time.Second, n: 100, rtt: noise, at: at}, 0.001},
-		{"rtt spikes, slow client 0.8", scenario{clientRate: 0.8, nodeRate: 1, every: 50 * time.Millisecond, n: 64, rtt: spiky, at: func(k int) float64 { return float64(k%2) }}, 0.005},
+		{"rtt spikes, slow client 0.8", scenario{clientRate: 0.8, nodeRate: 1, every: 50 * time.Millisecond, n: 64, rtt: spiky, at: func(k int) float64 { return float64(k % 2) }}, 0.005},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
