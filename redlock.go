@@ -122,7 +122,8 @@ type Client struct {
 // would let one server cast two votes. New returns an error matching
 // ErrInvalidArgument, naming the node, for no nodes or more than 64, a nil
 // client (also a typed nil such as (*redis.Client)(nil)), two clients of one
-// server, or an invalid option. It sends nothing to the nodes.
+// server, or an invalid option. It sends nothing to the nodes (the drift
+// monitor, if on, sends its first TIME one interval later).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return newClient(clients, nil, opts)
 }
