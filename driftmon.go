@@ -80,7 +80,7 @@ type DriftStats struct {
 type NodeDrift struct {
 	Addr  string
 	Known bool    // the rate is estimated within the tolerance (half the drift factor)
-	Rate  float64 // nodeRate/clientRate (1 until known)
+	Rate  float64 // nodeRate/clientRate: the estimate so far (1 before two samples give one)
 	Drift float64 // 1 - clientRate/nodeRate; positive: the Client's clock runs slow (the unsafe side)
 	Bound float64 // half-width of the interval that holds the true Drift
 	Out   error   // a *DriftError while out of bounds, else nil
