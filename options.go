@@ -67,6 +67,9 @@ type options struct {
 	qWindow      time.Duration // WithRestartQuarantine; qSet false: the longest TTL
 	qSet, qFresh bool
 	fencing      bool
+	driftEvery   time.Duration // WithDriftMonitor
+	driftOn      bool
+	driftExclude bool
 }
 
 func defaults() options {
@@ -193,6 +196,8 @@ func (o *options) validate(n int) error {
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.qWindow < 0:
 		return invalid("restart quarantine window %v must not be negative", o.qWindow)
+	case o.driftOn && o.driftEvery <= 0:
+		return invalid("drift monitor interval %v must be positive", o.driftEvery)
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):

@@ -88,6 +88,7 @@ type Client struct {
 	countsFn func(int) bool
 	q        *quarantine // restart quarantine and alias gate; nil when off
 	ids      identities  // dial counts and learned identities, for q
+	dm       *driftMon   // clock-drift monitor (and gate); nil when off
 	ops      inflight    // Lock, Extend and Release calls in progress; Close waits for them
 	wg       inflight    // node calls still in flight (stragglers)
 	closed   atomic.Bool
@@ -121,7 +122,8 @@ type Client struct {
 // would let one server cast two votes. New returns an error matching
 // ErrInvalidArgument, naming the node, for no nodes or more than 64, a nil
 // client (also a typed nil such as (*redis.Client)(nil)), two clients of one
-// server, or an invalid option. It sends nothing to the nodes.
+// server, or an invalid option. It sends nothing to the nodes (the drift
+// monitor, if on, sends its first TIME one interval later).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return newClient(clients, nil, opts)
 }
@@ -207,6 +209,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
 	c.setupQuarantine(clients)
+	c.setupDrift()
 	if len(c.gates) > 0 {
 		c.countsFn = func(i int) bool { return c.discount(i) == nil } // made once, not per round
 	}
@@ -220,6 +223,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	if c.hub, err = handoff.New(clients, handoff.Config{Quorum: c.need}); err != nil {
 		return nil, invalid("%v", err)
 	}
+	c.startDrift() // last: nothing below can fail
 	if lg := o.logger; lg != nil {
 		lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: client ready",
 			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
@@ -329,6 +333,7 @@ func (c *Client) Close() error {
 		return nil
 	}
 	c.stop()
+	c.dm.wait()
 	c.renewer.stop()
 	c.hub.Close() // Lock calls waiting in a queue end with ErrClosed
 	c.ops.Wait()

@@ -20,6 +20,8 @@
 //	redlock.locks.held        gauge, {lock}       locks held now (acquired, not released, validity left)
 //	redlock.node.duration     histogram, s        every node call's answer time by redlock.node, redlock.op
 //	redlock.node.errors       counter, {error}    failed node calls by redlock.node, redlock.op, error.type
+//	redlock.drift.flagged     counter, {change}   nodes found outside the drift budget (Clients added with Watch)
+//	redlock.drift.out         gauge, {node}       nodes outside the drift budget now (Clients added with Watch)
 //
 // redlock.outcome is, for acquisitions: acquired; held (enough nodes said
 // no: someone else holds the key); unavailable (too few nodes answered);
@@ -175,6 +177,12 @@ func New(opts ...Option) (*Metrics, error) {
 	passed, e := meter.Int64ObservableCounter("redlock.handoff.passed", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks passed from a Release to the next waiting Lock call of the same Client, with no round trip. Clients added with Watch."))
 	err = errors.Join(err, e)
+	flagged, e := meter.Int64ObservableCounter("redlock.drift.flagged", metric.WithUnit("{change}"),
+		metric.WithDescription("Times the drift monitor found a node's clock outside the drift budget (see redlock.WithDriftMonitor). Clients added with Watch."))
+	err = errors.Join(err, e)
+	out, e := meter.Int64ObservableGauge("redlock.drift.out", metric.WithUnit("{node}"),
+		metric.WithDescription("Nodes whose clock the drift monitor finds outside the drift budget now. Clients added with Watch."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
@@ -189,8 +197,11 @@ func New(opts ...Option) (*Metrics, error) {
 			o.ObserveInt64(wakeups, int64(n), causes[c])
 		}
 		o.ObserveInt64(passed, int64(s.Handed))
+		f, n := m.drift()
+		o.ObserveInt64(flagged, int64(f))
+		o.ObserveInt64(out, int64(n))
 		return nil
-	}, held, wakeups, passed)
+	}, held, wakeups, passed, flagged, out)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}

@@ -1,0 +1,260 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/drift"
+)
+
+// ErrClockDrift matches the vote of a node whose clock the drift monitor
+// found outside the drift budget: it runs too fast against the Client's
+// clock (1 - clientRate/nodeRate beyond the drift factor), or it jumped.
+// See *DriftError and WithDriftMonitor.
+var ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
+
+// DriftError says which node's clock is out of bounds and by how much. It
+// matches ErrClockDrift. (The estimated error is the field Drift: a field
+// named Error would clash with the method.)
+type DriftError struct {
+	Addr string
+	// Drift is the estimated 1 - clientRate/nodeRate (0.2: the Client's
+	// clock runs 20% slow against the node's; 0 after a jump, until the
+	// rate is estimated again).
+	Drift float64
+	// Budget is the drift factor the Client was configured with.
+	Budget float64
+	// Jump is the size of the clock step the node made (positive:
+	// forward), when a jump is why; else 0.
+	Jump time.Duration
+}
+
+func (e *DriftError) Error() string {
+	if e.Jump != 0 {
+		return fmt.Sprintf("redlock: node %s clock jumped by %v; its rate is not known again yet", e.Addr, e.Jump)
+	}
+	return fmt.Sprintf("redlock: node %s clock drift %.4f (1 - clientRate/nodeRate) beyond the budget %.4f", e.Addr, e.Drift, e.Budget)
+}
+
+// Is makes a *DriftError match ErrClockDrift.
+func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
+
+// WithDriftMonitor turns on the clock-drift monitor (default: off). Every
+// `every` on the Client's clock, one goroutine of the Client sends TIME to
+// every node at once (each call bounded by the node timeout) and estimates
+// from the answers how fast each node's clock runs against the Client's
+// (see package drift). A node is out of bounds once its estimated
+// 1 - clientRate/nodeRate exceeds the drift factor (WithDriftFactor), or
+// when its clock jumped, until its rate is estimated within bounds again;
+// a node whose rate is not yet known counts as within bounds. Each change
+// is logged (Warn when out, Info when back) and counted (Client.DriftStats).
+//
+// With exclude, an out-of-bounds node's yes does not count toward the
+// quorum (it still receives every command): a round's NodeResult.Discounted
+// then matches ErrClockDrift. Without it the monitor only reports.
+//
+// every must be positive; New refuses it otherwise. The first TIME goes
+// out `every` after New; Close stops the monitor and waits for it. The
+// monitor is not run over cluster clients (TIME reaches an arbitrary
+// shard).
+func WithDriftMonitor(every time.Duration, exclude bool) Option {
+	return func(o *options) { o.driftEvery, o.driftOn, o.driftExclude = every, true, exclude }
+}
+
+// DriftStats is what the drift monitor has seen (see WithDriftMonitor).
+type DriftStats struct {
+	Samples  uint64      // TIME answers fed to the estimators
+	Failures uint64      // TIME calls that failed or timed out
+	Flagged  uint64      // times a node went out of bounds (drift beyond the factor, or a jump)
+	Jumps    uint64      // clock jumps detected
+	Nodes    []NodeDrift // per node, in node order; nil when the monitor is off
+}
+
+// NodeDrift is the drift monitor's estimate for one node.
+type NodeDrift struct {
+	Addr  string
+	Known bool    // the rate is estimated within the tolerance (half the drift factor)
+	Rate  float64 // nodeRate/clientRate: the estimate so far (1 before two samples give one)
+	Drift float64 // 1 - clientRate/nodeRate; positive: the Client's clock runs slow (the unsafe side)
+	Bound float64 // half-width of the interval that holds the true Drift
+	Out   error   // a *DriftError while out of bounds, else nil
+}
+
+// driftMon is the drift monitor and, with exclude, the gate of
+// out-of-bounds nodes.
+type driftMon struct {
+	c      *Client
+	every  time.Duration
+	origin time.Time // the Client's clock at New: samples are taken since
+	done   chan struct{}
+	mu     sync.Mutex
+	est    []*drift.Estimator
+	out    []*DriftError // per node: why it is out of bounds; nil when not
+	stats  DriftStats    // counters only (Nodes unset)
+}
+
+// setupDrift makes the monitor (and gate) when WithDriftMonitor is on;
+// startDrift starts it.
+func (c *Client) setupDrift() {
+	if !c.o.driftOn || c.cluster {
+		return
+	}
+	tol := math.Max(c.o.driftFactor/2, 1e-4)
+	m := &driftMon{c: c, every: c.o.driftEvery, origin: c.o.clock.Now(), done: make(chan struct{}),
+		est: make([]*drift.Estimator, len(c.nodes)), out: make([]*DriftError, len(c.nodes))}
+	for i := range m.est {
+		m.est[i] = drift.New(drift.Config{Tolerance: tol})
+	}
+	c.dm = m
+	if c.o.driftExclude {
+		c.gates = append(c.gates, m)
+	}
+}
+
+func (c *Client) startDrift() {
+	if c.dm != nil {
+		go c.dm.run()
+	}
+}
+
+// run samples every m.every on the Client's clock until Close.
+func (m *driftMon) run() {
+	defer close(m.done)
+	for {
+		tick := make(chan struct{})
+		stop := clock.AfterFunc(m.c.o.clock, m.every, func() { close(tick) })
+		select {
+		case <-m.c.closing.Done():
+			stop()
+			return
+		case <-tick:
+		}
+		m.round()
+	}
+}
+
+// wait returns once run has (Close cancelled closing first).
+func (m *driftMon) wait() {
+	if m != nil {
+		<-m.done
+	}
+}
+
+// round sends TIME to every node at once and feeds the answers.
+func (m *driftMon) round() {
+	ctx, cancel := context.WithTimeout(m.c.closing, m.c.o.nodeTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range m.c.nodes {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); m.sample(ctx, i) }(i)
+	}
+	wg.Wait()
+}
+
+func (m *driftMon) sample(ctx context.Context, i int) {
+	clk := m.c.o.clock
+	sent := clk.Now()
+	t, err := m.c.nodes[i].Time(ctx)
+	rtt := clk.Now().Sub(sent)
+	if err != nil {
+		m.mu.Lock()
+		m.stats.Failures++
+		m.mu.Unlock()
+		return
+	}
+	m.feed(i, drift.Sample{Client: sent.Sub(m.origin), Node: t, RTT: rtt})
+}
+
+// feed adds s to node i's estimator, judges the node again, and logs a
+// change of state.
+func (m *driftMon) feed(i int, s drift.Sample) {
+	m.mu.Lock()
+	e := m.est[i]
+	jumps := e.Jumps()
+	e.Add(s)
+	m.stats.Samples++
+	m.stats.Jumps += uint64(e.Jumps() - jumps)
+	prev := m.out[i]
+	now := m.judge(i)
+	m.out[i] = now
+	if prev == nil && now != nil {
+		m.stats.Flagged++
+	}
+	drift := e.Error()
+	m.mu.Unlock()
+	m.logChange(i, prev, now, drift)
+}
+
+// judge returns why node i is out of bounds now, or nil. A node out of
+// bounds stays out while its rate is not known (after a jump, or while
+// the bound is too wide). m.mu held.
+func (m *driftMon) judge(i int) *DriftError {
+	e, f := m.est[i], m.c.o.driftFactor
+	if e.Jumped() {
+		return &DriftError{Addr: m.c.nodes[i].Addr(), Budget: f, Jump: e.LastJump()}
+	}
+	if _, ok := e.Rate(); !ok {
+		return m.out[i]
+	}
+	if d := e.Error(); d > f {
+		return &DriftError{Addr: m.c.nodes[i].Addr(), Drift: d, Budget: f}
+	}
+	return nil
+}
+
+func (m *driftMon) logChange(i int, prev, now *DriftError, drift float64) {
+	lg := m.c.o.logger
+	if lg == nil || (prev == nil) == (now == nil) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("client", m.c.id), slog.String("node", m.c.nodes[i].Addr()),
+		slog.Float64("drift", drift), slog.Float64("budget", m.c.o.driftFactor)}
+	if now == nil {
+		lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: node clock back within the drift budget", attrs...)
+		return
+	}
+	if now.Jump != 0 {
+		attrs = append(attrs, slog.Duration("jump", now.Jump))
+	}
+	attrs = append(attrs, slog.Bool("excluded", m.c.o.driftExclude))
+	lg.LogAttrs(context.Background(), slog.LevelWarn, "redlock: node clock outside the drift budget", attrs...)
+}
+
+// discount is the gate (exclude only): an out-of-bounds node's vote does
+// not count.
+func (m *driftMon) discount(i int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.out[i]; e != nil {
+		return e
+	}
+	return nil
+}
+
+// DriftStats returns what the drift monitor has seen so far; the zero
+// DriftStats when it is off (see WithDriftMonitor).
+func (c *Client) DriftStats() DriftStats {
+	m := c.dm
+	if m == nil {
+		return DriftStats{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := m.stats
+	s.Nodes = make([]NodeDrift, len(m.est))
+	for i, e := range m.est {
+		r, ok := e.Rate()
+		s.Nodes[i] = NodeDrift{Addr: c.nodes[i].Addr(), Known: ok, Rate: r, Drift: e.Error(), Bound: e.Bound()}
+		if m.out[i] != nil {
+			s.Nodes[i].Out = m.out[i]
+		}
+	}
+	return s
+}

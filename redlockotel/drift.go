@@ -1,0 +1,21 @@
+package redlockotel
+
+import "github.com/redlock-go/redlock"
+
+// drift sums the watched Clients' drift monitors: nodes flagged so far,
+// and nodes out of the budget now.
+func (m *Metrics) drift() (flagged uint64, out int) {
+	m.mu.Lock()
+	clients := append([]*redlock.Client(nil), m.clients...)
+	m.mu.Unlock()
+	for _, c := range clients {
+		s := c.DriftStats()
+		flagged += s.Flagged
+		for _, n := range s.Nodes {
+			if n.Out != nil {
+				out++
+			}
+		}
+	}
+	return flagged, out
+}
