@@ -66,6 +66,16 @@ type quarantine struct {
 	ids    []node.Identity // last identity learned per node; RunID "" = never
 	until  []time.Time     // end of each node's quarantine; zero = none
 	reason []string
+	stats  QuarantineStats // counters (Now unset)
+	onEnd  func(i int)     // called when a node's quarantine is found over; may be nil
+}
+
+// QuarantineStats is what the restart quarantine has seen (see
+// WithRestartQuarantine, Client.QuarantineStats).
+type QuarantineStats struct {
+	Started uint64 // quarantines begun: restarts, fail-overs, fresh nodes in strict mode
+	Aliases uint64 // nodes found to be a server that an earlier node already is (same run_id)
+	Now     int    // nodes quarantined now
 }
 
 func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
@@ -108,25 +118,57 @@ func (q *quarantine) learn(i int, id node.Identity) time.Time {
 	}
 	q.until[i] = q.clock.Now().Add(left)
 	q.reason[i] = reason
+	q.stats.Started++
 	return q.until[i]
 }
 
 // discount is the gate: node i's vote does not count while it is
 // quarantined, or when an earlier node has its run_id.
+// A quarantine found over is cleared and reported to onEnd.
 func (q *quarantine) discount(i int) error {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if r := q.ids[i].RunID; r != "" {
 		for j := 0; j < i; j++ {
 			if q.ids[j].RunID == r {
+				q.mu.Unlock()
 				return &SameServerError{Addr: q.addrs[i], Other: q.addrs[j], RunID: r}
 			}
 		}
 	}
-	if u := q.until[i]; !u.IsZero() && q.clock.Now().Before(u) {
+	u := q.until[i]
+	if !u.IsZero() && q.clock.Now().Before(u) {
+		q.mu.Unlock()
 		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i]}
 	}
+	q.until[i] = time.Time{}
+	q.mu.Unlock()
+	if !u.IsZero() && q.onEnd != nil {
+		q.onEnd(i)
+	}
 	return nil
+}
+
+// snapshot returns the counters and how many nodes are quarantined now.
+func (q *quarantine) snapshot() QuarantineStats {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	s := q.stats
+	now := q.clock.Now()
+	for _, u := range q.until {
+		if !u.IsZero() && now.Before(u) {
+			s.Now++
+		}
+	}
+	return s
+}
+
+// QuarantineStats returns what the restart quarantine has seen so far; the
+// zero QuarantineStats when it is off. Safe for concurrent use.
+func (c *Client) QuarantineStats() QuarantineStats {
+	if c.q == nil {
+		return QuarantineStats{}
+	}
+	return c.q.snapshot()
 }
 
 // QuarantineMode adjusts WithRestartQuarantine.
@@ -210,7 +252,13 @@ func (c *Client) identify(ctx context.Context, i int) {
 	}
 	c.ids.learned[i].Store(c.ids.gen[i].Load() + 1) // after INFO, which may have dialed itself
 	var se *SameServerError
-	if err := c.q.discount(i); errors.As(err, &se) && c.o.logger != nil && !c.ids.alias[i].Swap(true) {
+	if err := c.q.discount(i); errors.As(err, &se) && !c.ids.alias[i].Swap(true) {
+		c.q.mu.Lock()
+		c.q.stats.Aliases++
+		c.q.mu.Unlock()
+		if c.o.logger == nil {
+			return
+		}
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
 			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
 	}
@@ -300,5 +348,11 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 	}
 	c.q = newQuarantine(c.o.clock, c.Nodes(), window, c.o.qFresh)
+	if lg := c.o.logger; lg != nil {
+		c.q.onEnd = func(i int) {
+			lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: node quarantine over; its vote counts again",
+				slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()))
+		}
+	}
 	c.gates = append(c.gates, c.q)
 }

@@ -29,6 +29,11 @@ func TestQuarantineArithmetic(t *testing.T) {
 	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) || !errors.As(err, &qe) || qe.Addr != "a" {
 		t.Fatalf("discount: %v", err)
 	}
+	if s := q.snapshot(); s.Started != 1 || s.Now != 1 {
+		t.Fatalf("stats during the quarantine: %+v", s)
+	}
+	var ended []int
+	q.onEnd = func(i int) { ended = append(ended, i) }
 	clk.Advance(7*time.Second - time.Nanosecond)
 	if q.discount(0) == nil {
 		t.Fatal("quarantine ended early")
@@ -36,6 +41,10 @@ func TestQuarantineArithmetic(t *testing.T) {
 	clk.Advance(time.Nanosecond)
 	if err := q.discount(0); err != nil {
 		t.Fatalf("quarantine did not end: %v", err)
+	}
+	_ = q.discount(0)
+	if s := q.snapshot(); s.Started != 1 || s.Now != 0 || len(ended) != 1 || ended[0] != 0 {
+		t.Fatalf("after the quarantine: %+v, ended %v (want one end reported for node 0)", s, ended)
 	}
 	// A durable node that restarted lost nothing: not quarantined.
 	if u := q.learn(0, node.Identity{RunID: "r3", AOF: true, FsyncAlways: true}); !u.IsZero() {

@@ -19,3 +19,17 @@ func (m *Metrics) drift() (flagged uint64, out int) {
 	}
 	return flagged, out
 }
+
+// quarantine sums the watched Clients' restart quarantines: quarantines
+// begun so far, and nodes quarantined now.
+func (m *Metrics) quarantine() (started uint64, now int) {
+	m.mu.Lock()
+	clients := append([]*redlock.Client(nil), m.clients...)
+	m.mu.Unlock()
+	for _, c := range clients {
+		s := c.QuarantineStats()
+		started += s.Started
+		now += s.Now
+	}
+	return started, now
+}

@@ -22,6 +22,8 @@
 //	redlock.node.errors       counter, {error}    failed node calls by redlock.node, redlock.op, error.type
 //	redlock.drift.flagged     counter, {change}   nodes found outside the drift budget (Clients added with Watch)
 //	redlock.drift.out         gauge, {node}       nodes outside the drift budget now (Clients added with Watch)
+//	redlock.quarantine.started counter, {node}    restart quarantines begun (Clients added with Watch)
+//	redlock.quarantine.nodes  gauge, {node}       nodes in restart quarantine now (Clients added with Watch)
 //
 // redlock.outcome is, for acquisitions: acquired; held (enough nodes said
 // no: someone else holds the key); unavailable (too few nodes answered);
@@ -183,6 +185,12 @@ func New(opts ...Option) (*Metrics, error) {
 	out, e := meter.Int64ObservableGauge("redlock.drift.out", metric.WithUnit("{node}"),
 		metric.WithDescription("Nodes whose clock the drift monitor finds outside the drift budget now. Clients added with Watch."))
 	err = errors.Join(err, e)
+	qStarted, e := meter.Int64ObservableCounter("redlock.quarantine.started", metric.WithUnit("{node}"),
+		metric.WithDescription("Restart quarantines begun: a node restarted (or failed over) without appendfsync always, and its vote did not count for one window (see redlock.WithRestartQuarantine). Clients added with Watch."))
+	err = errors.Join(err, e)
+	qNow, e := meter.Int64ObservableGauge("redlock.quarantine.nodes", metric.WithUnit("{node}"),
+		metric.WithDescription("Nodes in restart quarantine now. Clients added with Watch."))
+	err = errors.Join(err, e)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
@@ -200,8 +208,11 @@ func New(opts ...Option) (*Metrics, error) {
 		f, n := m.drift()
 		o.ObserveInt64(flagged, int64(f))
 		o.ObserveInt64(out, int64(n))
+		qs, qn := m.quarantine()
+		o.ObserveInt64(qStarted, int64(qs))
+		o.ObserveInt64(qNow, int64(qn))
 		return nil
-	}, held, wakeups, passed, flagged, out)
+	}, held, wakeups, passed, flagged, out, qStarted, qNow)
 	if err != nil {
 		return nil, fmt.Errorf("redlockotel: %w", err)
 	}
