@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +117,54 @@ func TestRestartQuarantineOnByDefault(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no restarted node reported quarantined: %v", qe)
+	}
+}
+
+// TestAliasVotesOnce: one server under two addresses (127.0.0.1:p and
+// 127.0.0.2:p, which New cannot tell apart before traffic) must not vote
+// twice. Another client holds a key on the third node; with quarantine
+// off, the alias's two yes votes make a quorum of 2 of 3: the double
+// grant. (A multi-key lock runs the owner-checked script, which says yes
+// where our own value already is, as a client that retries does; a single
+// SET NX would say no the second time.) With it on (the default), the second name's
+// vote is discounted with ErrSameServer and the lock is refused.
+func TestAliasVotesOnce(t *testing.T) {
+	nodes := harness.Start(t, 2, harness.Config{Alias: true})
+	_, port, _ := strings.Cut(nodes[0].Addr, ":")
+	urls := []string{nodes[0].URL(), "redis://127.0.0.2:" + port, nodes[1].URL()}
+	ctx := context.Background()
+	other := nodes[1].Client()
+	defer other.Close()
+	for _, on := range []bool{false, true} {
+		key := fmt.Sprintf("alias:%v", on)
+		if err := other.Set(ctx, key, "someone-else", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		opts := []redlock.Option{redlock.WithNodeTimeout(time.Second)}
+		if !on {
+			opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
+		}
+		c, err := redlock.NewFromURLs(urls, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := c.TryLockKeys(ctx, []string{key, key + ":b"}, 2*time.Second)
+		if !on {
+			if err != nil {
+				t.Fatalf("quarantine off: expected the alias's double vote to grant the held key, got %v", err)
+			}
+			_ = l.Release(ctx)
+			c.Close()
+			continue
+		}
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) {
+			t.Fatalf("alias: the held key was granted by one server voting twice (err %v)", err)
+		}
+		var se *redlock.SameServerError
+		if !errors.As(qe.Nodes[1].Discounted, &se) || !errors.Is(qe.Nodes[1].Discounted, redlock.ErrSameServer) || se.Other != urls[0][len("redis://"):] {
+			t.Fatalf("node 1: %+v, want ErrSameServer naming %s", qe.Nodes[1], urls[0])
+		}
+		c.Close()
 	}
 }

@@ -39,6 +39,9 @@ type Config struct {
 	// Persist turns on appendonly with appendfsync always, so a restarted
 	// node remembers its locks. Off: no persistence at all.
 	Persist bool
+	// Alias: the node also listens on 127.0.0.2, a second address of the
+	// same server (a DNS alias, a second URL for one host).
+	Alias bool
 }
 
 // Node is one redis-server process. Methods are safe for concurrent use.
@@ -105,6 +108,9 @@ func (n *Node) args() []string {
 		"--dir", n.dir, "--save", "", "--daemonize", "no",
 		"--logfile", filepath.Join(n.dir, "redis.log"),
 		"--protected-mode", "no",
+	}
+	if n.cfg.Alias {
+		a[3] = "127.0.0.1 127.0.0.2"
 	}
 	if n.cfg.Persist {
 		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
