@@ -186,3 +186,34 @@ func ExampleSplitOwner() {
 	// pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f
 	// 3q2-7wE9TcS0Xb1mM5yKJA
 }
+
+// With WithFencing every lock carries a token that grows with each holder;
+// the protected resource refuses writes with a lower token than it has
+// seen, so a holder paused past its deadline cannot overwrite the next
+// holder's work (see package fence for Redis-held resources).
+func ExampleLock_Token() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"},
+		redlock.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "stock:sku-42", 10*time.Second)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Release(ctx)
+	// In SQL: zero rows updated means a later holder has written.
+	const q = `UPDATE stock SET qty = qty - 1, fence = $1 WHERE id = $2 AND fence < $1`
+	_ = q
+	fmt.Println("write with token", l.Token())
+}
+
+func ExampleFenceKey() {
+	fmt.Println(redlock.FenceKey("stock:sku-42"))
+	fmt.Println(redlock.FenceKey("{user:7}:cart"))
+	// Output:
+	// {stock:sku-42}:fence
+	// {user:7}:cart:fence
+}
