@@ -196,6 +196,12 @@ func notSent(err error) bool {
 // write). A plain no (the key was held by someone else), an error reply,
 // a refused connection and a call that was never sent leave nothing there.
 func (c *Client) mayHold(i int, v quorum.Vote) bool {
+	return v.OK || v.Err != nil && (isDiscountedYes(v.Err) || !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err))
+}
+
+// isDiscountedYes reports whether err is a yes that did not count (see
+// checkYes); apart from mayHold so that its target escapes only here.
+func isDiscountedYes(err error) bool {
 	var dy *discountedYes
-	return v.OK || errors.As(v.Err, &dy) || v.Err != nil && !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err)
+	return errors.As(err, &dy)
 }

@@ -31,6 +31,9 @@ func (l *Lock) passOn() bool {
 	if c.hub == nil || len(l.keys) != 1 || l.passes >= c.o.localHandoff || l.token != 0 {
 		return false
 	}
+	if !c.hub.Queued(l.keys[0]) { // the usual case: no waiter, and no successor to build
+		return false
+	}
 	next := l.successor()
 	return c.hub.Offer(l.keys[0], next, next.fits, c.releaseUntaken)
 }
