@@ -761,7 +761,7 @@ func short(id string) string {
 	return id
 }
 
-const quarantineNote = "or keep a restarted node out of quorums for one TTL yourself (restart-aware quarantine in the library is planned, not yet in this version)"
+const quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); fencing tokens (WithFencing) need appendfsync always in any case, since their registers do not expire"
 
 func persistenceCheck(n *NodeReport) Check {
 	switch {

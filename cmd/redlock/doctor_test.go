@@ -155,7 +155,7 @@ func TestDoctorEviction(t *testing.T) {
 	if v, _ := row(t, out, urls[2], checkEviction); v != verdictOK {
 		t.Errorf("noeviction node: %s", v)
 	}
-	if v, reason := row(t, out, urls[2], checkPersistence); v != verdictWarn || !strings.Contains(reason, "appendonly no") || !strings.Contains(reason, "not yet in this version") {
+	if v, reason := row(t, out, urls[2], checkPersistence); v != verdictWarn || !strings.Contains(reason, "appendonly no") || !strings.Contains(reason, "restart quarantine on") || !strings.Contains(reason, "fencing tokens") {
 		t.Errorf("node without persistence: %s %s", v, reason)
 	}
 	// Started a moment ago without persistence: less than one TTL up.
