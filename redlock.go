@@ -380,7 +380,8 @@ func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Durati
 // loss, if the lock was lost before fn returned (matching ErrLockLost,
 // also context.Cause of fn's ctx), or with the release's error; or the
 // acquisition's error if fn never ran. fn must stop touching the protected
-// resource once its ctx is done.
+// resource once its ctx is done. fn's ctx carries the Lock: LockFrom
+// returns it (for its Token with WithFencing).
 func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return invalid("nil function")
@@ -389,7 +390,7 @@ func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	work, cancel := context.WithCancelCause(ctx)
+	work, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
 	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
 	ferr := fn(work)
 	stop()
@@ -400,6 +401,16 @@ func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Contex
 		return errors.Join(ferr, lost)
 	}
 	return errors.Join(ferr, rerr)
+}
+
+type lockKey struct{}
+
+// LockFrom returns the Lock that Run holds while it calls fn, from fn's
+// ctx (or a ctx derived from it), or nil if ctx is not such a ctx. A nil
+// Lock is safe to use: its Token is 0.
+func LockFrom(ctx context.Context) *Lock {
+	l, _ := ctx.Value(lockKey{}).(*Lock)
+	return l
 }
 
 func (c *Client) checkKeys(keys []string) error {

@@ -277,3 +277,30 @@ func TestFencingInput(t *testing.T) {
 		t.Fatalf("a refused call wrote %d keys", n)
 	}
 }
+
+// TestRunCarriesTheToken: fn's ctx carries Run's Lock (LockFrom), so a
+// Run user writes with its token; outside Run there is none.
+func TestRunCarriesTheToken(t *testing.T) {
+	c, _ := setup(t, 3, redlock.WithFencing())
+	ctx := context.Background()
+	var tokens []int64
+	for i := 0; i < 2; i++ {
+		err := c.Run(ctx, "f:run", func(ctx context.Context) error {
+			l := redlock.LockFrom(ctx)
+			if l == nil || l.Key() != "f:run" {
+				t.Errorf("LockFrom in Run: %v", l)
+			}
+			tokens = append(tokens, l.Token())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(tokens) != 2 || tokens[0] < 1 || tokens[1] <= tokens[0] {
+		t.Fatalf("tokens %v, want two increasing", tokens)
+	}
+	if l := redlock.LockFrom(ctx); l != nil || l.Token() != 0 {
+		t.Fatalf("LockFrom outside Run: %v", l)
+	}
+}
