@@ -99,12 +99,16 @@ func scenarios() []struct {
 			s.Name = "sanity-clock-skew-outside-budget"
 			s.Sanity, s.Keys, s.Rate, s.HoldToEnd = "overlap", 1, 0.8, true
 		}),
+		with(func(s *Scenario) {
+			s.Name = "clock-skew-outside-budget-monitored"
+			s.Keys, s.Rate, s.HoldToEnd, s.DriftMonitor = 1, 0.8, true, true
+		}),
 	}
 	// Short mode leaves the randomized restart sanity case to full mode:
 	// on loaded cores it got too few acquisitions (6 in one run) to hit
 	// the double grant; TestSanityRestartDeterministic covers it always.
 	short := map[string]bool{"contention": true, "nemesis-mixed": true,
-		"sanity-pause-past-ttl-unfenced": true, "sanity-clock-skew-outside-budget": true}
+		"sanity-pause-past-ttl-unfenced": true, "sanity-clock-skew-outside-budget": true, "clock-skew-outside-budget-monitored": true}
 	var out []struct {
 		short bool
 		s     Scenario

@@ -24,20 +24,23 @@ type Scenario struct {
 	Persist bool   // nodes with appendonly + appendfsync always
 	// Quarantine runs the clients with the restart quarantine on.
 	Quarantine bool
-	Clients    int // goroutine clients (split over two client groups)
-	Procs      int // helper-process clients
-	Keys       int
-	TTL        time.Duration
-	Hold       time.Duration
-	Duration   time.Duration
-	Fencing    bool
-	Faults     []string
-	Targets    []int // nodes the nemesis may hit (nil: all)
-	GapMin     time.Duration
-	GapMax     time.Duration
-	DurMin     time.Duration
-	DurMax     time.Duration
-	Static     string // "partition": the asymmetric partition holds for the whole run
+	// DriftMonitor runs the skewed client (client 0) with the drift
+	// monitor excluding out-of-budget nodes.
+	DriftMonitor bool
+	Clients      int // goroutine clients (split over two client groups)
+	Procs        int // helper-process clients
+	Keys         int
+	TTL          time.Duration
+	Hold         time.Duration
+	Duration     time.Duration
+	Fencing      bool
+	Faults       []string
+	Targets      []int // nodes the nemesis may hit (nil: all)
+	GapMin       time.Duration
+	GapMax       time.Duration
+	DurMin       time.Duration
+	DurMax       time.Duration
+	Static       string // "partition": the asymmetric partition holds for the whole run
 	// Client 0's deviations (the sanity cases).
 	Rate       float64
 	HoldToEnd  bool
@@ -125,7 +128,7 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 		sp := Spec{Client: i, Nodes: c.URLs(i % 2), Counter: c.Counter, Keys: keys, TTL: s.TTL, Hold: s.Hold,
 			Duration: s.Duration, Fencing: s.Fencing, Seed: seed, Quarantine: s.Quarantine}
 		if i == 0 {
-			sp.ClockRate, sp.HoldToEnd, sp.PauseEvery = s.Rate, s.HoldToEnd, s.PauseEvery
+			sp.ClockRate, sp.HoldToEnd, sp.PauseEvery, sp.DriftMonitor = s.Rate, s.HoldToEnd, s.PauseEvery, s.DriftMonitor
 		}
 		if s.Lease > 0 {
 			sp.Lease, sp.Every, sp.HoldMin, sp.UseRun = s.Lease, s.Every, s.HoldMin, i%2 == 1

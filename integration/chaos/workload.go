@@ -78,6 +78,9 @@ type Spec struct {
 	// off otherwise, so that the scenarios measure what they measured
 	// before it existed and the sanity ones still show their violation.
 	Quarantine bool `json:"quarantine,omitempty"`
+	// DriftMonitor runs the client with WithDriftMonitor(20ms, exclude) and
+	// takes no lock before the monitor has an estimate for every node.
+	DriftMonitor bool `json:"drift_monitor,omitempty"`
 	// Observe, if set, sees every operation of the client (the helper
 	// process counts which of its calls reached a node).
 	Observe func(redlock.Event) `json:"-"`
@@ -112,6 +115,9 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	if s.Fencing {
 		opts = append(opts, redlock.WithFencing())
 	}
+	if s.DriftMonitor {
+		opts = append(opts, redlock.WithDriftMonitor(20*time.Millisecond, true))
+	}
 	var w *watch
 	if s.Lease > 0 {
 		w = newWatch()
@@ -122,6 +128,11 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 		return nil, err
 	}
 	defer lc.Close()
+	if s.DriftMonitor {
+		if err := driftKnown(ctx, lc); err != nil {
+			return nil, err
+		}
+	}
 	ctr := redis.NewClient(&redis.Options{Addr: s.Counter, ContextTimeoutEnabled: true})
 	defer ctr.Close()
 	ctx, cancel := context.WithTimeout(ctx, s.Duration)
@@ -197,4 +208,27 @@ func critical(ctx context.Context, s Spec, ctr *redis.Client, key string, l *red
 // String describes a spec briefly.
 func (s Spec) String() string {
 	return fmt.Sprintf("client %d ttl %v rate %v fencing %v", s.Client, s.TTL, s.ClockRate, s.Fencing)
+}
+
+// driftKnown waits until the Client's drift monitor has an estimate for
+// every node (within bounds or not): a deployment that relies on the
+// monitor takes no lock before it.
+func driftKnown(ctx context.Context, lc *redlock.Client) error {
+	for {
+		known := 0
+		st := lc.DriftStats()
+		for _, n := range st.Nodes {
+			if n.Known || n.Out != nil {
+				known++
+			}
+		}
+		if known == len(st.Nodes) && known > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("drift monitor: no estimate for every node: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
