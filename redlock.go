@@ -19,11 +19,16 @@
 // default: the node is quarantined for the longest TTL used (see
 // WithRestartQuarantine). A node this Client first meets after it restarted
 // empty is covered only by strict mode (QuarantineFresh) or by running the
-// nodes with appendonly yes and appendfsync always. Further, each node's clock runs at a rate within driftFactor of the
-// client's; and the client does not pause between checking Remaining and
-// acting on the protected resource. A pause (GC, SIGSTOP, page faults) past
-// the deadline breaks mutual exclusion for any lock of this kind; only a
-// fencing token checked by the resource closes that gap.
+// nodes with appendonly yes and appendfsync always. Further, each node's
+// clock runs at a rate within driftFactor of the client's (WithDriftMonitor
+// watches it); and the client does not pause between checking Remaining
+// and acting on the protected resource. A pause (GC, SIGSTOP, page faults)
+// past the deadline breaks mutual exclusion for any lock of this kind;
+// only a fencing token checked by the resource closes that gap: with
+// WithFencing, Lock.Token is greater than every earlier holder's token of
+// the same keys, for as long as the nodes keep their state, and package
+// fence checks it at a Redis-held resource. SAFETY.md in the repository
+// goes through the faults one by one, each with the test that shows it.
 //
 // # Usage
 //
