@@ -929,6 +929,9 @@ func markdown(r *Results) string {
 				posRatio(o.HeapPerLock, s.HeapPerLock), posRatio(o.StackPerLock, s.StackPerLock), ratio(o.AcquireMs, s.AcquireMs))
 		}
 	}
+	if len(r.Watchdog) > 0 {
+		b.WriteString("\n![script calls vs locks](watchdog_calls_vs_locks.png) ![CPU vs locks](watchdog_cpu_vs_locks.png)\n")
+	}
 	if len(r.Goals) > 0 {
 		b.WriteString("\n### Goals\n\n| goal | figure | met |\n|---|---|---|\n")
 		for _, g := range r.Goals {
