@@ -827,6 +827,9 @@ func markdown(r *Results) string {
 	}
 	fmt.Fprintf(&b, "## redlock vs go-redsync v4.18.1 (%s, %s%s; %s)\n\n", r.Date, r.Machine, map[bool]string{true: ", quick", false: ""}[r.Quick], how)
 	b.WriteString("Ratio = redlock / go-redsync (below 1 is better for latency, above 1 for throughput). single-node = one plain SET NX lock, the floor. errors = cycles that did not acquire (timeouts under load), per library.\n\n")
+	if hasAlt(r) {
+		b.WriteString(guarantees)
+	}
 	if len(r.Uncontended) > 0 {
 		b.WriteString("### Uncontended acquire+release\n\n| nodes | redlock p50 | redsync p50 | ratio | redlock p99 | redsync p99 | ratio | redlock cycles/s | redsync cycles/s | ratio | single-node p50 | " + altHeads("p50") + "errors (ours/theirs) |\n|---|---|---|---|---|---|---|---|---|---|---|" + altSeps() + "---|\n")
 		var ns []int
@@ -843,7 +846,6 @@ func markdown(r *Results) string {
 		}
 	}
 	if len(r.Uncontended) > 0 {
-		b.WriteString(altNote(r.Uncontended[firstKey(r.Uncontended)]))
 		b.WriteString(fencingTable(r))
 	}
 	if len(r.SlowNode) > 0 {
@@ -870,7 +872,6 @@ func markdown(r *Results) string {
 				ratio(o.Utilization, s.Utilization), ratio(o.WaitP50us, s.WaitP50us), ratio(o.WaitP99us, s.WaitP99us), ratio(o.WaitMaxUs, s.WaitMaxUs),
 				ratio(o.Fairness, s.Fairness), ratio(o.MinMax, s.MinMax))
 		}
-		b.WriteString(altNote(r.Contention[firstKey(r.Contention)]))
 	}
 	if len(r.Processes) > 0 {
 		o, s := r.Processes["redlock"], r.Processes["redsync"]
@@ -891,7 +892,7 @@ func markdown(r *Results) string {
 		fmt.Fprintf(&b, "\n### Independent keys, 64 goroutines, 5 nodes\n\n| redlock cycles/s | redsync cycles/s | ratio | single-node cycles/s | %serrors (ours/theirs) |\n|---|---|---|---|%s---|\n| %.0f | %.0f | %s | %.0f | %s%d/%d |\n",
 			altHeads("cycles/s"), altSeps(), o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.CyclesPerSec,
 			altCells(r.Independent, cyclesCell), o.Errors, s.Errors)
-		b.WriteString(altNote(r.Independent))
+
 	}
 	if len(r.Scaling) > 0 {
 		b.WriteString(scalingTable(r))
@@ -899,11 +900,11 @@ func markdown(r *Results) string {
 	if len(r.Allocs) > 0 {
 		ao, as, af := r.Allocs["redlock"], r.Allocs["redsync"], r.Allocs["single-node"]
 		fmt.Fprintf(&b, "\n### Allocations per acquire+release, 5 nodes\n\n| | redlock | redsync | ratio | single-node | %s\n|---|---|---|---|---|%s\n| allocs | %d | %d | %s | %d | %s\n| bytes | %d | %d | %s | %d | %s\n",
-			altHeads(""), altSeps(), ao.AllocsPerCycle, as.AllocsPerCycle, ratio(float64(ao.AllocsPerCycle), float64(as.AllocsPerCycle)), af.AllocsPerCycle,
-			altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.AllocsPerCycle) }),
+			strings.TrimSpace(altHeads("")), altSeps(), ao.AllocsPerCycle, as.AllocsPerCycle, ratio(float64(ao.AllocsPerCycle), float64(as.AllocsPerCycle)), af.AllocsPerCycle,
+			strings.TrimSpace(altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.AllocsPerCycle) })),
 			ao.BytesPerCycle, as.BytesPerCycle, ratio(float64(ao.BytesPerCycle), float64(as.BytesPerCycle)), af.BytesPerCycle,
-			altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.BytesPerCycle) }))
-		b.WriteString(altNote(r.Allocs))
+			strings.TrimSpace(altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.BytesPerCycle) })))
+
 	}
 	if len(r.Watchdog) > 0 {
 		var ns []int

@@ -33,28 +33,33 @@ func altCells[V any](m map[string]V, f func(V) string) string {
 
 func cyclesCell(s Stat) string { return fmt.Sprintf("%.0f", s.CyclesPerSec) }
 
-// altNote is the legend of what each contender guarantees, for a table
-// whose results m include an alternative.
-func altNote[V any](m map[string]V) string {
-	for _, lib := range altLibs {
-		if _, ok := m[lib]; ok {
-			return "\n" + guarantees
+// hasAlt tells whether r has a figure of a single-node alternative (then
+// results.md has the legend of what each contender guarantees).
+func hasAlt(r *Results) bool {
+	has := func(m map[string]bool) bool { return m[bsmName] || m[rueidisName] }
+	libs := map[string]bool{}
+	for _, m := range r.Uncontended {
+		for k := range m {
+			libs[k] = true
 		}
 	}
-	return ""
-}
-
-// firstKey is the smallest key of m.
-func firstKey[V any](m map[int]V) int {
-	ks := make([]int, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
+	for _, m := range r.Contention {
+		for k := range m {
+			libs[k] = true
+		}
 	}
-	sort.Ints(ks)
-	if len(ks) == 0 {
-		return 0
+	for _, m := range r.Scaling {
+		for k := range m {
+			libs[k] = true
+		}
 	}
-	return ks[0]
+	for k := range r.Independent {
+		libs[k] = true
+	}
+	for k := range r.Allocs {
+		libs[k] = true
+	}
+	return has(libs)
 }
 
 // scalingLibs are the contenders of the scaling table and plot, in order.
@@ -88,6 +93,5 @@ func scalingTable(r *Results) string {
 		fmt.Fprintf(&b, "%d/%d |\n", o.Errors, s.Errors)
 	}
 	b.WriteString("\n![cycles/s vs goroutines](scaling_independent.png)\n")
-	b.WriteString(altNote(r.Scaling[firstKey(r.Scaling)]))
 	return b.String()
 }

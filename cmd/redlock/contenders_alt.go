@@ -43,7 +43,7 @@ func label(lib string) string {
 var altLibs = []string{bsmName, rueidisName}
 
 // guarantees is the legend under the tables that have the alternatives.
-const guarantees = "What each guarantees: **redlock** and **redsync** hold a lock on a majority of N independent nodes (it survives the loss of a minority of them); " +
+const guarantees = "Legend, what each guarantees: **redlock** and **redsync** hold a lock on a majority of N independent nodes (it survives the loss of a minority of them); " +
 	"**single-node** (plain SET NX + compare-and-delete), **bsm/redislock (1 node)** and **rueidislock (1 node)** hold it on the first node only " +
 	"(lost if that node fails, restarts without its data or fails over). rueidislock is configured as its README says for one Redis instance (KeyMajority 1, NoLoopTracking); " +
 	"its default KeyMajority 2 takes 2 of 3 keys, still on one deployment: not independent nodes. The gap between the 1-node rows and redlock is what the quorum costs.\n\n"

@@ -47,7 +47,8 @@ func plots(r *Results, dir string) ([]string, error) {
 // saveLog draws lines (name, points, ...; points all above 0, lines
 // without points left out) on p with both axes on log scales, ranges
 // padded around the data (a single value would otherwise give an empty or
-// non-positive range), and writes it.
+// non-positive range) and room above the lines for the legend (top left),
+// and writes it.
 func saveLog(p *plot.Plot, lines []interface{}, path string) error {
 	var keep []interface{}
 	xmin, xmax, ymin, ymax := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
@@ -67,16 +68,16 @@ func saveLog(p *plot.Plot, lines []interface{}, path string) error {
 	if err := plotutil.AddLinePoints(p, keep...); err != nil {
 		return err
 	}
-	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xmin/1.5, xmax*1.5, ymin/2, ymax*2
-	return p.Save(6*vg.Inch, 4*vg.Inch, path)
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	room := math.Pow(2, float64(len(keep)/2)) // a factor of 2 per legend line
+	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = xmin/1.5, xmax*1.5, ymin/2, ymax*2*room
+	return p.Save(6*vg.Inch, 4.5*vg.Inch, path)
 }
 
 // plotScaling: independent keys, cycles/s vs goroutines, every contender.
 func plotScaling(r *Results, dir string) error {
 	p := newPlot("independent keys: acquire+release cycles/s vs goroutines (5 nodes)", "goroutines (log scale)", "cycles/s (log scale)")
-	p.Legend.Top, p.Legend.Left = false, false // bottom right: the lines rise to the top left
 	var gs []int
 	for g := range r.Scaling {
 		gs = append(gs, g)
