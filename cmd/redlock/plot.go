@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/plot"
@@ -156,12 +157,16 @@ func plotNodes(r *Results, libs []string, dir string) error {
 	}
 	sort.Ints(ns)
 	var lines []interface{}
-	for _, lib := range libs {
+	for _, lib := range append(libs, altLibs...) { // the 1-node alternatives: on the first node, whatever N
 		pts := make(plotter.XYs, 0, len(ns))
 		for _, n := range ns {
-			pts = append(pts, plotter.XY{X: float64(n), Y: r.Uncontended[n][lib].P50us})
+			if s, ok := r.Uncontended[n][lib]; ok || !slices.Contains(altLibs, lib) {
+				pts = append(pts, plotter.XY{X: float64(n), Y: s.P50us})
+			}
 		}
-		lines = append(lines, lib, pts)
+		if len(pts) > 0 {
+			lines = append(lines, label(lib), pts)
+		}
 	}
 	return save(p, lines, filepath.Join(dir, "latency_vs_nodes.png"))
 }
