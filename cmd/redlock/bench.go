@@ -67,6 +67,7 @@ type Results struct {
 	Contention  map[int]map[string]ContStat  `json:"hot_key_by_workers"`
 	Processes   map[string]ProcStat          `json:"hot_key_processes,omitempty"`
 	Independent map[string]Stat              `json:"independent_keys_64"`
+	Scaling     map[int]map[string]Stat      `json:"independent_keys_by_goroutines,omitempty"`
 	Allocs      map[string]AllocStat         `json:"allocs_5_nodes"`
 	Watchdog    map[int]map[string]WatchStat `json:"watchdog_cost_by_locks,omitempty"`
 	Goals       []Goal                       `json:"goals,omitempty"`
@@ -78,7 +79,7 @@ type Results struct {
 func newResults() *Results {
 	return &Results{Uncontended: map[int]map[string]Stat{}, SlowNode: map[string]map[string]Stat{},
 		Contention: map[int]map[string]ContStat{}, Processes: map[string]ProcStat{}, Independent: map[string]Stat{},
-		Allocs: map[string]AllocStat{}, Watchdog: map[int]map[string]WatchStat{}, Seconds: map[string]float64{}}
+		Scaling: map[int]map[string]Stat{}, Allocs: map[string]AllocStat{}, Watchdog: map[int]map[string]WatchStat{}, Seconds: map[string]float64{}}
 }
 
 // Goal is one target of issue 4 and whether this run met it.
@@ -94,6 +95,8 @@ type benchCfg struct {
 	slowIters   map[string]int // redsync caps per slow scenario (per run)
 	contention  time.Duration  // hot key, in one process and across processes
 	independent time.Duration
+	scaling     time.Duration // per contender and goroutine count
+	scalingG    []int         // goroutine counts of the scaling scenario
 	ns          []int
 	procs       int // processes of the cross-process hot key
 	procWorkers int // workers in each
@@ -103,7 +106,7 @@ type benchCfg struct {
 }
 
 // scenarios are the names --only accepts, in the order they run.
-var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "allocs", "watchdog"}
+var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "scaling", "allocs", "watchdog"}
 
 func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[name] }
 
@@ -122,10 +125,12 @@ func cmdBench(args []string, out, errOut io.Writer) error {
 		return err
 	}
 	cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
+		scaling: time.Second, scalingG: scalingGoroutines,
 		slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, procs: 3, procWorkers: 8,
 		watch: watchCfg{locks: []int{10, 1000, 10000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 3}
 	if *quick {
 		cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, ns: []int{1, 3, 5},
+			scaling: 200 * time.Millisecond, scalingG: scalingGoroutines,
 			slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, procs: 3, procWorkers: 8,
 			watch: watchCfg{locks: []int{10, 1000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 1}
 	}
@@ -167,7 +172,7 @@ func cmdBench(args []string, out, errOut io.Writer) error {
 	steps := 0
 	for _, name := range scenarios {
 		if cfg.runs(name) {
-			steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "allocs": 1,
+			steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "scaling": len(cfg.scalingG), "allocs": 1,
 				"watchdog": len(cfg.watch.locks)}[name]
 		}
 	}
@@ -222,7 +227,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			p.step(fmt.Sprintf("uncontended, %d nodes", n))
 			if err := timed("uncontended", func() error {
 				return withNodes(n, func(nodes []localNode, urls []string) error {
-					cs, err := newContenders(urls)
+					cs, err := newAllContenders(urls) // the single-node alternatives on the first node
 					if err != nil {
 						return err
 					}
@@ -250,9 +255,9 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			return nil, err
 		}
 	}
-	if cfg.runs("contention") || cfg.runs("processes") || cfg.runs("independent") || cfg.runs("allocs") {
+	if cfg.runs("contention") || cfg.runs("processes") || cfg.runs("independent") || cfg.runs("scaling") || cfg.runs("allocs") {
 		err := withNodes(5, func(nodes []localNode, urls []string) error {
-			cs, err := newContenders(urls)
+			cs, err := newAllContenders(urls) // the single-node alternatives on the first node
 			if err != nil {
 				return err
 			}
@@ -289,6 +294,18 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 				_ = timed("independent", func() error {
 					for _, c := range cs {
 						res.Independent[c.name()] = independent(c, 64, cfg.independent)
+					}
+					return nil
+				})
+			}
+			if cfg.runs("scaling") {
+				_ = timed("scaling", func() error {
+					for _, g := range cfg.scalingG {
+						p.step(fmt.Sprintf("scaling, %d goroutines", g))
+						res.Scaling[g] = map[string]Stat{}
+						for _, c := range alternateC(cs, r+len(res.Scaling)) {
+							res.Scaling[g][c.name()] = independent(c, g, cfg.scaling)
+						}
 					}
 					return nil
 				})
@@ -342,6 +359,18 @@ func alternate(libs []string, run int) []string {
 	return out
 }
 
+// scalingGoroutines are the goroutine counts of the scaling scenario.
+var scalingGoroutines = []int{1, 4, 16, 64, 256}
+
+// alternateC is cs in order for even k and reversed for odd ones.
+func alternateC(cs []contender, k int) []contender {
+	out := append([]contender(nil), cs...)
+	if k%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}
+
 // merge folds runs into one Results: the median of every figure, the sum
 // of cycle, acquisition and error counts.
 func merge(runs []*Results) *Results {
@@ -356,6 +385,9 @@ func merge(runs []*Results) *Results {
 		out.SlowNode[k] = mergeStats(ms)
 	}
 	out.Independent = mergeStats(each(runs, func(r *Results) map[string]Stat { return r.Independent }))
+	for g, ms := range group(each(runs, func(r *Results) map[int]map[string]Stat { return r.Scaling })) {
+		out.Scaling[g] = mergeStats(ms)
+	}
 	for w, ms := range group(each(runs, func(r *Results) map[int]map[string]ContStat { return r.Contention })) {
 		out.Contention[w] = map[string]ContStat{}
 		for lib, cs := range group(ms) {
@@ -795,8 +827,11 @@ func markdown(r *Results) string {
 	}
 	fmt.Fprintf(&b, "## redlock vs go-redsync v4.18.1 (%s, %s%s; %s)\n\n", r.Date, r.Machine, map[bool]string{true: ", quick", false: ""}[r.Quick], how)
 	b.WriteString("Ratio = redlock / go-redsync (below 1 is better for latency, above 1 for throughput). single-node = one plain SET NX lock, the floor. errors = cycles that did not acquire (timeouts under load), per library.\n\n")
+	if hasAlt(r) {
+		b.WriteString(guarantees)
+	}
 	if len(r.Uncontended) > 0 {
-		b.WriteString("### Uncontended acquire+release\n\n| nodes | redlock p50 | redsync p50 | ratio | redlock p99 | redsync p99 | ratio | redlock cycles/s | redsync cycles/s | ratio | single-node p50 | errors (ours/theirs) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+		b.WriteString("### Uncontended acquire+release\n\n| nodes | redlock p50 | redsync p50 | ratio | redlock p99 | redsync p99 | ratio | redlock cycles/s | redsync cycles/s | ratio | single-node p50 | " + altHeads("p50") + "errors (ours/theirs) |\n|---|---|---|---|---|---|---|---|---|---|---|" + altSeps() + "---|\n")
 		var ns []int
 		for n := range r.Uncontended {
 			ns = append(ns, n)
@@ -804,9 +839,10 @@ func markdown(r *Results) string {
 		sort.Ints(ns)
 		for _, n := range ns {
 			o, s, f := r.Uncontended[n]["redlock"], r.Uncontended[n]["redsync"], r.Uncontended[n]["single-node"]
-			fmt.Fprintf(&b, "| %d | %.0fµs | %.0fµs | %s | %.0fµs | %.0fµs | %s | %.0f | %.0f | %s | %.0fµs | %d/%d |\n", n,
+			fmt.Fprintf(&b, "| %d | %.0fµs | %.0fµs | %s | %.0fµs | %.0fµs | %s | %.0f | %.0f | %s | %.0fµs | %s%d/%d |\n", n,
 				o.P50us, s.P50us, ratio(o.P50us, s.P50us), o.P99us, s.P99us, ratio(o.P99us, s.P99us),
-				o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.P50us, o.Errors, s.Errors)
+				o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.P50us,
+				altCells(r.Uncontended[n], func(x Stat) string { return fmt.Sprintf("%.0fµs", x.P50us) }), o.Errors, s.Errors)
 		}
 	}
 	if len(r.Uncontended) > 0 {
@@ -823,9 +859,12 @@ func markdown(r *Results) string {
 	if len(r.Contention) > 0 {
 		b.WriteString("\n### Hot key, 5 nodes, 1 ms critical section\n\n| workers | lib | acquisitions | utilization | wait p50 | wait p99 | wait max | fairness (Jain) | min:max per worker | passed without a round trip | waits ended by notification / local release / previous waiter left / timer | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, w := range []int{8, 64} {
-			for _, lib := range []string{"redlock", "redsync", "single-node"} {
-				c := r.Contention[w][lib]
-				fmt.Fprintf(&b, "| %d | %s | %d | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f | %.2f | %s | %s | %d |\n", w, lib, c.Acquisitions, 100*c.Utilization,
+			for _, lib := range append([]string{"redlock", "redsync", "single-node"}, altLibs...) {
+				c, ok := r.Contention[w][lib]
+				if !ok && slices.Contains(altLibs, lib) {
+					continue
+				}
+				fmt.Fprintf(&b, "| %d | %s | %d | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f | %.2f | %s | %s | %d |\n", w, label(lib), c.Acquisitions, 100*c.Utilization,
 					c.WaitP50us/1000, c.WaitP99us/1000, c.WaitMaxUs/1000, c.Fairness, c.MinMax, passedCell(c.Handoff), wakesCell(c.Handoff), c.Errors)
 			}
 			o, s := r.Contention[w]["redlock"], r.Contention[w]["redsync"]
@@ -850,14 +889,22 @@ func markdown(r *Results) string {
 	}
 	if len(r.Independent) > 0 {
 		o, s, f := r.Independent["redlock"], r.Independent["redsync"], r.Independent["single-node"]
-		fmt.Fprintf(&b, "\n### Independent keys, 64 goroutines, 5 nodes\n\n| redlock cycles/s | redsync cycles/s | ratio | single-node cycles/s | errors (ours/theirs) |\n|---|---|---|---|---|\n| %.0f | %.0f | %s | %.0f | %d/%d |\n",
-			o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.CyclesPerSec, o.Errors, s.Errors)
+		fmt.Fprintf(&b, "\n### Independent keys, 64 goroutines, 5 nodes\n\n| redlock cycles/s | redsync cycles/s | ratio | single-node cycles/s | %serrors (ours/theirs) |\n|---|---|---|---|%s---|\n| %.0f | %.0f | %s | %.0f | %s%d/%d |\n",
+			altHeads("cycles/s"), altSeps(), o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.CyclesPerSec,
+			altCells(r.Independent, cyclesCell), o.Errors, s.Errors)
+
+	}
+	if len(r.Scaling) > 0 {
+		b.WriteString(scalingTable(r))
 	}
 	if len(r.Allocs) > 0 {
 		ao, as, af := r.Allocs["redlock"], r.Allocs["redsync"], r.Allocs["single-node"]
-		fmt.Fprintf(&b, "\n### Allocations per acquire+release, 5 nodes\n\n| | redlock | redsync | ratio | single-node |\n|---|---|---|---|---|\n| allocs | %d | %d | %s | %d |\n| bytes | %d | %d | %s | %d |\n",
-			ao.AllocsPerCycle, as.AllocsPerCycle, ratio(float64(ao.AllocsPerCycle), float64(as.AllocsPerCycle)), af.AllocsPerCycle,
-			ao.BytesPerCycle, as.BytesPerCycle, ratio(float64(ao.BytesPerCycle), float64(as.BytesPerCycle)), af.BytesPerCycle)
+		fmt.Fprintf(&b, "\n### Allocations per acquire+release, 5 nodes\n\n| | redlock | redsync | ratio | single-node | %s\n|---|---|---|---|---|%s\n| allocs | %d | %d | %s | %d | %s\n| bytes | %d | %d | %s | %d | %s\n",
+			strings.TrimSpace(altHeads("")), altSeps(), ao.AllocsPerCycle, as.AllocsPerCycle, ratio(float64(ao.AllocsPerCycle), float64(as.AllocsPerCycle)), af.AllocsPerCycle,
+			strings.TrimSpace(altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.AllocsPerCycle) })),
+			ao.BytesPerCycle, as.BytesPerCycle, ratio(float64(ao.BytesPerCycle), float64(as.BytesPerCycle)), af.BytesPerCycle,
+			strings.TrimSpace(altCells(r.Allocs, func(a AllocStat) string { return fmt.Sprint(a.BytesPerCycle) })))
+
 	}
 	if len(r.Watchdog) > 0 {
 		var ns []int
@@ -882,6 +929,9 @@ func markdown(r *Results) string {
 				posRatio(o.CPUms, s.CPUms), posRatio(cpuPerRenewal(o), cpuPerRenewal(s)), ratio(float64(o.GoroutinesIdle), float64(s.GoroutinesIdle)),
 				posRatio(o.HeapPerLock, s.HeapPerLock), posRatio(o.StackPerLock, s.StackPerLock), ratio(o.AcquireMs, s.AcquireMs))
 		}
+	}
+	if len(r.Watchdog) > 0 {
+		b.WriteString("\n![script calls vs locks](watchdog_calls_vs_locks.png) ![CPU vs locks](watchdog_cpu_vs_locks.png)\n")
 	}
 	if len(r.Goals) > 0 {
 		b.WriteString("\n### Goals\n\n| goal | figure | met |\n|---|---|---|\n")

@@ -177,3 +177,70 @@ func TestBenchOnlyRepeat(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The scaling scenario at --quick sizes, with the single-node
+// alternatives (bsm/redislock, rueidislock) on the first node: every
+// contender has a figure at every goroutine count, results.md has the
+// table, the legend and the plot's link, the PNG is written. Figures are
+// not judged.
+func TestBenchScalingAlternatives(t *testing.T) {
+	dir := t.TempDir()
+	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "scaling", "--out", dir)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"Scaling: independent keys", "bsm/redislock (1 node)", "rueidislock (1 node)", "what each guarantees",
+		"scaling_independent.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Uncontended") || strings.Contains(out, "Independent keys, 64") {
+		t.Errorf("--only scaling ran other scenarios:\n%s", out)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range scalingGoroutines {
+		for _, lib := range scalingLibs() {
+			if s, ok := r.Scaling[g][lib]; !ok || s.Cycles+s.Errors <= 0 {
+				t.Errorf("scaling, %d goroutines, %s: %+v (present %v)", g, lib, s, ok)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "scaling_independent.png")); err != nil {
+		t.Error(err)
+	}
+}
+
+// The watchdog plots from whatever sizes ran: one size, CPU within the
+// noise (0) for one library, and an empty section do not fail.
+func TestPlotsWatchdogSizes(t *testing.T) {
+	for _, w := range []map[int]map[string]WatchStat{
+		{10: {"redlock": {RoundTrips: 1}, "redsync": {RoundTrips: 10, CPUms: 0.5}}},
+		{10: {"redlock": {RoundTrips: 2, CPUms: 1}, "redsync": {RoundTrips: 10, CPUms: 2}},
+			100000: {"redlock": {RoundTrips: 400, CPUms: 30}, "redsync": {RoundTrips: 100000, CPUms: 9000}}},
+		{10: {"redlock": {}, "redsync": {}}},
+	} {
+		r := newResults()
+		r.Watchdog = w
+		dir := t.TempDir()
+		got, err := plots(r, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, []string{"watchdog_calls_vs_locks.png", "watchdog_cpu_vs_locks.png"}) {
+			t.Errorf("plots = %v", got)
+		}
+		for _, f := range got {
+			if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+}
