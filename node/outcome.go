@@ -15,13 +15,10 @@ import (
 //   - the node answered with an error reply (WRONGPASS, NOAUTH, NOPERM,
 //     MOVED, READONLY, OOM, BUSY, LOADING, ...): Redis rejects a command
 //     before it runs, and the lock scripts check before they write;
-//
 //   - no connection was made: the dial was refused or timed out, the name
 //     did not resolve, the pool had no connection, the client was closed;
-//
 //   - the peer does not speak RESP (its reply cannot be parsed: an HTTP
-//     server or another protocol on the port), so no lock exists there.
-//
+//     server or another protocol on the port), so no lock exists there;
 //   - the call was never written: its deadline passed while it waited in
 //     the node's queue (see Node.Coalesce; NotSent).
 //
