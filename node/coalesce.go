@@ -197,7 +197,13 @@ func (n *Node) send(b []*pending) {
 	if len(b) == 1 {
 		_ = n.client.Process(ctx, b[0].cmd)
 	} else {
+		// go-redis takes the first command's error as the pipeline's and
+		// then sets it on every command that succeeded (setCmdsErr): a
+		// NOSCRIPT or other error reply of the first command would turn
+		// the others' yes into that error, which says not run. A PING
+		// first keeps each command's own reply.
 		p := n.client.Pipeline()
+		_ = p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
 		for _, q := range b {
 			_ = p.Process(ctx, q.cmd)
 		}

@@ -94,6 +94,23 @@ func TestNodeCoalescing(t *testing.T) {
 			n.Coalesce(true)
 			var wg sync.WaitGroup
 			fail := make(chan string, 64)
+			// Script flushes meanwhile: releases then meet NOSCRIPT error
+			// replies in the same pipelines as other calls' SET NX, whose
+			// own replies must stay theirs.
+			stop := make(chan struct{})
+			flushed := make(chan struct{})
+			go func() {
+				defer close(flushed)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_ = rc.ScriptFlush(context.Background()).Err()
+					time.Sleep(time.Millisecond)
+				}
+			}()
 			for g := 0; g < 64; g++ {
 				wg.Add(1)
 				go func(g int) {
@@ -115,6 +132,8 @@ func TestNodeCoalescing(t *testing.T) {
 				}(g)
 			}
 			wg.Wait()
+			close(stop)
+			<-flushed
 			track.Wait()
 			close(fail)
 			for f := range fail {
