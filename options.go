@@ -237,7 +237,10 @@ func (o *options) validate(n int) error {
 // deadline: one still queued at its deadline is never sent (its node
 // counts as not holding the lock, nothing to undo there); one already
 // sent counts as a timeout (it may have run, and is undone). Only nodes
-// given as *redis.Client coalesce; cluster clients, rings and other
+// given as *redis.Client coalesce, and only acquisitions, extensions and
+// renewals: releases are always sent at once, so that one cannot wait,
+// unsent, behind a call to a frozen node and leave its key until the TTL
+// (one written to the socket runs when the node thaws). Cluster clients, rings and other
 // clients send one command per call. Pipelined commands run under a
 // context of their own (the latest deadline of the batch), so go-redis
 // hooks do not see the caller's context values for them.

@@ -22,6 +22,11 @@ import (
 // not-sent error (MayHaveRun: false); one whose batch was taken may have
 // run, as any call cut short after its write.
 //
+// Releases are never queued: each is sent at once on a connection of its
+// own, as without coalescing. A release that waited behind a batch stuck
+// on a frozen node would reach its deadline unsent and leave the key until
+// its TTL, where one written to the socket runs when the node thaws.
+//
 // Every caller has at most one command queued or in flight (it waits for
 // its answer or its deadline), and the queue is sent in order, so the
 // commands of one caller keep their order.

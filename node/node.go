@@ -95,6 +95,7 @@ type Cmd struct {
 	keyPos int           // position of the first key in args
 	want   int64         // script reply that means yes; valued: any reply > 0
 	valued bool          // the reply is a value (a fencing candidate), yes when > 0
+	direct bool          // never queued by coalescing (releases: see Node.Coalesce)
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -157,7 +158,9 @@ func Release(keys []string, value string, announce bool) *Cmd {
 	if announce {
 		prefix = handoff.Prefix
 	}
-	return scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
+	c := scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
+	c.direct = true
+	return c
 }
 
 // Announces reports whether releases on this node are announced: not on a
@@ -179,7 +182,7 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 	var v int64
 	var err error
 	switch {
-	case n.coalesce:
+	case n.coalesce && !c.direct:
 		v, err = n.coalesced(ctx, c)
 	case !n.guard:
 		v, err = n.do(ctx, c)

@@ -94,9 +94,9 @@ func TestNodeCoalescing(t *testing.T) {
 			n.Coalesce(true)
 			var wg sync.WaitGroup
 			fail := make(chan string, 64)
-			// Script flushes meanwhile: releases then meet NOSCRIPT error
-			// replies in the same pipelines as other calls' SET NX, whose
-			// own replies must stay theirs.
+			// Script flushes meanwhile: lock scripts then meet NOSCRIPT
+			// error replies in the same pipelines as other calls' SET NX,
+			// whose own replies must stay theirs.
 			stop := make(chan struct{})
 			flushed := make(chan struct{})
 			go func() {
@@ -119,7 +119,11 @@ func TestNodeCoalescing(t *testing.T) {
 					for i := 0; i < 100; i++ {
 						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 						owner := fmt.Sprintf("o%d", i)
-						ok, err := n.Do(ctx, node.LockNew([]string{key}, owner, time.Minute))
+						acq := node.LockNew([]string{key}, owner, time.Minute)
+						if i%2 == 0 {
+							acq = node.Lock([]string{key}, owner, time.Minute) // a script: NOSCRIPT after a flush
+						}
+						ok, err := n.Do(ctx, acq)
 						if ok && err == nil {
 							ok, err = n.Do(ctx, node.Release([]string{key}, owner, false))
 						}
