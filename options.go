@@ -240,8 +240,8 @@ func (o *options) validate(n int) error {
 // given as *redis.Client coalesce, and only acquisitions, extensions and
 // renewals: releases are always sent at once, so that one cannot wait,
 // unsent, behind a call to a frozen node and leave its key until the TTL
-// (one written to the socket runs when the node thaws). Cluster clients, rings and other
-// clients send one command per call. Pipelined commands run under a
+// (one written to the socket runs when the node thaws). Cluster clients,
+// rings and other clients send one command per call. Pipelined commands run under a
 // context of their own (the latest deadline of the batch), so go-redis
 // hooks do not see the caller's context values for them.
 func WithCoalescing(on bool) Option { return func(o *options) { o.coalesce = on } }
