@@ -206,6 +206,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 			seen[s] = i
 		}
 		n := node.New(cl, &c.wg)
+		n.Coalesce(o.coalesce)
 		if _, ok := cl.(*redis.ClusterClient); ok {
 			c.cluster = true
 		}

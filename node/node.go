@@ -53,6 +53,9 @@ type Node struct {
 	retries bool
 	cluster bool
 	track   Tracker
+	// coalesce is set by Coalesce: concurrent calls share pipelines.
+	coalesce bool
+	co       coalescer
 }
 
 // Tracker counts commands in flight (a *sync.WaitGroup is one).
@@ -92,6 +95,7 @@ type Cmd struct {
 	keyPos int           // position of the first key in args
 	want   int64         // script reply that means yes; valued: any reply > 0
 	valued bool          // the reply is a value (a fencing candidate), yes when > 0
+	direct bool          // never queued by coalescing (releases: see Node.Coalesce)
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -154,7 +158,9 @@ func Release(keys []string, value string, announce bool) *Cmd {
 	if announce {
 		prefix = handoff.Prefix
 	}
-	return scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
+	c := scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
+	c.direct = true
+	return c
 }
 
 // Announces reports whether releases on this node are announced: not on a
@@ -175,9 +181,12 @@ func (n *Node) Do(ctx context.Context, c *Cmd) (bool, error) {
 func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 	var v int64
 	var err error
-	if !n.guard {
+	switch {
+	case n.coalesce && !c.direct:
+		v, err = n.coalesced(ctx, c)
+	case !n.guard:
 		v, err = n.do(ctx, c)
-	} else {
+	default:
 		v, err = n.guarded(ctx, c)
 	}
 	switch {
@@ -192,7 +201,17 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 // do returns the node's reply: the script's integer, or for SET NX 1 (OK)
 // or 0 (nil).
 func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
-	cmd := n.process(ctx, c.args, c.keyPos)
+	v, err := reply(c, n.process(ctx, c.args, c.keyPos))
+	if err != nil && c.src != "" && isNoScript(err) {
+		args := append([]interface{}{"eval", c.src}, c.args[2:]...)
+		v, err = n.process(ctx, args, c.keyPos).Int64()
+	}
+	return v, err
+}
+
+// reply reads the node's reply to c from cmd: the script's integer, or for
+// SET NX 1 (OK) or 0 (nil).
+func reply(c *Cmd, cmd *redis.Cmd) (int64, error) {
 	if c.src == "" { // SET NX: OK or nil
 		err := cmd.Err()
 		if err == redis.Nil {
@@ -203,13 +222,12 @@ func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
 		}
 		return 1, nil
 	}
-	v, err := cmd.Int64()
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		args := append([]interface{}{"eval", c.src}, c.args[2:]...)
-		v, err = n.process(ctx, args, c.keyPos).Int64()
-	}
-	return v, err
+	return cmd.Int64()
 }
+
+// isNoScript reports the node's answer to an EVALSHA of a script it does
+// not know.
+func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *redis.Cmd {
 	cmd := redis.NewCmd(ctx, args...)

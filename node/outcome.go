@@ -18,14 +18,16 @@ import (
 //   - no connection was made: the dial was refused or timed out, the name
 //     did not resolve, the pool had no connection, the client was closed;
 //   - the peer does not speak RESP (its reply cannot be parsed: an HTTP
-//     server or another protocol on the port), so no lock exists there.
+//     server or another protocol on the port), so no lock exists there;
+//   - the call was never written: its deadline passed while it waited in
+//     the node's queue (see Node.Coalesce; NotSent).
 //
 // Timeouts, resets and EOF after the command was written, and every error
 // not listed above, may have run. A node whose client may send a command
 // again (see Node.Retries) reports only the last try's error, and an
 // earlier try may have run: on such nodes every failed call may have run.
 func (n *Node) MayHaveRun(err error) bool {
-	if err == nil {
+	if err == nil || NotSent(err) {
 		return false
 	}
 	return n.retries || mayHaveRun(err)

@@ -2,10 +2,14 @@ package core
 
 import (
 	"context"
+	"fmt"
+	"runtime"
 	"sort"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
@@ -50,6 +54,41 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			if frozen {
 				nodes[4].Thaw()
 			}
+			_ = c.Close()
+		})
+	}
+}
+
+// BenchmarkIndependent is the bench tool's independent-keys scenario as a
+// go benchmark, for profiles: 64 goroutines, each its own key,
+// TryLock+Release on five local nodes, with and without coalescing. Run:
+//
+//	cd integration && go test -run '^$' -bench Independent -benchtime 20000x -cpuprofile /tmp/cpu.out ./core/
+func BenchmarkIndependent(b *testing.B) {
+	for _, on := range []bool{true, false} {
+		b.Run(fmt.Sprintf("coalescing-%v", on), func(b *testing.B) {
+			nodes := harness.Start(b, 5, harness.Config{})
+			c := client(b, nodes, redlock.WithCoalescing(on))
+			var g atomic.Int64
+			var errs atomic.Int64
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				key := fmt.Sprintf("ind:%d", g.Add(1))
+				ctx := context.Background()
+				for pb.Next() {
+					l, err := c.TryLock(ctx, key, 10*time.Second)
+					if err == nil {
+						err = l.Release(ctx)
+					}
+					if err != nil {
+						errs.Add(1)
+					}
+				}
+			})
+			b.StopTimer()
+			b.ReportMetric(float64(errs.Load()), "errors")
 			_ = c.Close()
 		})
 	}

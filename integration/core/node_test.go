@@ -2,8 +2,12 @@ package core
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/node"
@@ -73,5 +77,75 @@ func TestNodeScripts(t *testing.T) {
 	}
 	if n.Addr() != nodes[0].Addr {
 		t.Fatalf("Addr %q", n.Addr())
+	}
+}
+
+// Coalesced calls from many goroutines each get their own answer: every
+// lock and release of a goroutine's own key says yes, in order, with
+// clients that honor ctx deadlines and clients that do not (guarded).
+func TestNodeCoalescing(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	for _, honor := range []bool{true, false} {
+		t.Run(fmt.Sprintf("ctx-deadlines-%v", honor), func(t *testing.T) {
+			rc := redis.NewClient(&redis.Options{Addr: nodes[0].Addr, ContextTimeoutEnabled: honor, MaxRetries: -1})
+			defer rc.Close()
+			var track sync.WaitGroup
+			n := node.New(rc, &track)
+			n.Coalesce(true)
+			var wg sync.WaitGroup
+			fail := make(chan string, 64)
+			// Script flushes meanwhile: lock scripts then meet NOSCRIPT
+			// error replies in the same pipelines as other calls' SET NX,
+			// whose own replies must stay theirs.
+			stop := make(chan struct{})
+			flushed := make(chan struct{})
+			go func() {
+				defer close(flushed)
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					_ = rc.ScriptFlush(context.Background()).Err()
+					time.Sleep(time.Millisecond)
+				}
+			}()
+			for g := 0; g < 64; g++ {
+				wg.Add(1)
+				go func(g int) {
+					defer wg.Done()
+					key := fmt.Sprintf("co:%v:%d", honor, g)
+					for i := 0; i < 100; i++ {
+						ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						owner := fmt.Sprintf("o%d", i)
+						acq := node.LockNew([]string{key}, owner, time.Minute)
+						if i%2 == 0 {
+							acq = node.Lock([]string{key}, owner, time.Minute) // a script: NOSCRIPT after a flush
+						}
+						ok, err := n.Do(ctx, acq)
+						if ok && err == nil {
+							ok, err = n.Do(ctx, node.Release([]string{key}, owner, false))
+						}
+						cancel()
+						if !ok || err != nil {
+							fail <- fmt.Sprintf("%s cycle %d: %v %v", key, i, ok, err)
+							return
+						}
+					}
+				}(g)
+			}
+			wg.Wait()
+			close(stop)
+			<-flushed
+			track.Wait()
+			close(fail)
+			for f := range fail {
+				t.Error(f)
+			}
+			if k := rc.Keys(context.Background(), "co:*").Val(); len(k) != 0 {
+				t.Errorf("keys left: %v", k)
+			}
+		})
 	}
 }

@@ -1,0 +1,220 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Command coalescing (auto-pipelining): while a call to the node is in
+// flight, the calls that arrive queue up, and when it returns all of them
+// go out as one pipeline (one write, one read on one connection) instead of
+// one round trip each. There is no timer: a call that finds nothing in
+// flight is sent at once, on its own goroutine, as without coalescing.
+//
+// The queued calls are sent by a goroutine of the node's (tracked like the
+// commands of guarded) that runs batch after batch until the queue is
+// empty, so that every caller can still return by its own deadline: a call
+// still queued at its deadline is taken out of the queue and fails with a
+// not-sent error (MayHaveRun: false); one whose batch was taken may have
+// run, as any call cut short after its write.
+//
+// Releases are never queued: each is sent at once on a connection of its
+// own, as without coalescing. A release that waited behind a batch stuck
+// on a frozen node would reach its deadline unsent and leave the key until
+// its TTL, where one written to the socket runs when the node thaws.
+//
+// Every caller has at most one command queued or in flight (it waits for
+// its answer or its deadline), and the queue is sent in order, so the
+// commands of one caller keep their order.
+
+// maxBatch caps the commands of one pipeline.
+const maxBatch = 256
+
+// coalescer is a Node's queue.
+type coalescer struct {
+	mu      sync.Mutex
+	queue   []*pending
+	running bool // a call or batch is in flight; the queue is sent after it
+}
+
+// pending is one queued call.
+type pending struct {
+	cmd      *redis.Cmd
+	deadline time.Time // zero: none
+	taken    bool      // under coalescer.mu: a batch took it (it may be written)
+	done     chan struct{}
+}
+
+// notSentError is the error of a call that was never written: its
+// deadline passed while it waited in the node's queue.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string {
+	return "node: not sent (still queued behind the node's pipeline): " + e.err.Error()
+}
+func (e *notSentError) Unwrap() error { return e.err }
+
+// NotSent reports whether err is the error of a node call that was never
+// written to the node (so it cannot have run).
+func NotSent(err error) bool {
+	var ns *notSentError
+	return errors.As(err, &ns)
+}
+
+// Coalesce turns command coalescing on for n (see package doc above
+// coalescer). Only plain *redis.Client nodes coalesce: cluster, ring and
+// other clients keep one command per call. Call it before n is used.
+func (n *Node) Coalesce(on bool) {
+	_, plain := n.client.(*redis.Client)
+	n.coalesce = on && plain
+}
+
+// coalesced is DoValue's call for coalescing nodes: it returns the node's
+// reply as do does.
+func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
+	co := &n.co
+	co.mu.Lock()
+	if !co.running {
+		co.running = true
+		co.mu.Unlock()
+		v, err := n.direct(ctx, c)
+		n.next()
+		return v, err
+	}
+	p := &pending{cmd: redis.NewCmd(ctx, c.args...), done: make(chan struct{})}
+	p.deadline, _ = ctx.Deadline()
+	co.queue = append(co.queue, p)
+	co.mu.Unlock()
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		co.mu.Lock()
+		if !p.taken {
+			for i, q := range co.queue {
+				if q == p {
+					co.queue = append(co.queue[:i], co.queue[i+1:]...)
+					break
+				}
+			}
+			co.mu.Unlock()
+			return 0, &notSentError{ctx.Err()}
+		}
+		co.mu.Unlock()
+		select {
+		case <-p.done: // answered at the deadline after all
+		default:
+			return 0, ctx.Err()
+		}
+	}
+	v, err := reply(c, p.cmd)
+	if err != nil && c.src != "" && isNoScript(err) {
+		return n.direct(ctx, c) // EVALSHA again, then EVAL: rare (restart, SCRIPT FLUSH)
+	}
+	return v, err
+}
+
+// direct sends c at once, without coalescing.
+func (n *Node) direct(ctx context.Context, c *Cmd) (int64, error) {
+	if n.guard {
+		return n.guarded(ctx, c)
+	}
+	return n.do(ctx, c)
+}
+
+// next is called when the call or batch in flight has returned: it starts
+// sending the queue, or marks the node idle.
+func (n *Node) next() {
+	co := &n.co
+	co.mu.Lock()
+	b := co.take()
+	if b == nil {
+		co.running = false
+		co.mu.Unlock()
+		return
+	}
+	co.mu.Unlock()
+	if n.track != nil {
+		n.track.Add(1) // the caller of next is itself tracked: the count is not zero
+	}
+	go n.flush(b)
+}
+
+// take removes up to maxBatch calls from the queue; co.mu is held.
+func (co *coalescer) take() []*pending {
+	k := len(co.queue)
+	if k == 0 {
+		return nil
+	}
+	if k > maxBatch {
+		k = maxBatch
+	}
+	b := make([]*pending, k)
+	copy(b, co.queue)
+	for _, p := range b {
+		p.taken = true
+	}
+	rest := copy(co.queue, co.queue[k:])
+	clear(co.queue[rest:])
+	co.queue = co.queue[:rest]
+	return b
+}
+
+// flush sends batch b, then the batches queued meanwhile, until the queue
+// is empty.
+func (n *Node) flush(b []*pending) {
+	if n.track != nil {
+		defer n.track.Done()
+	}
+	for b != nil {
+		n.send(b)
+		co := &n.co
+		co.mu.Lock()
+		if b = co.take(); b == nil {
+			co.running = false
+		}
+		co.mu.Unlock()
+	}
+}
+
+// send runs b as one pipeline, under the latest deadline of its calls (each
+// caller leaves at its own), and wakes its callers.
+func (n *Node) send(b []*pending) {
+	ctx := context.Background()
+	var last time.Time
+	for _, p := range b {
+		if p.deadline.IsZero() {
+			last = time.Time{}
+			break
+		}
+		if p.deadline.After(last) {
+			last = p.deadline
+		}
+	}
+	if !last.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, last)
+		defer cancel()
+	}
+	if len(b) == 1 {
+		_ = n.client.Process(ctx, b[0].cmd)
+	} else {
+		// go-redis takes the first command's error as the pipeline's and
+		// then sets it on every command that succeeded (setCmdsErr): a
+		// NOSCRIPT or other error reply of the first command would turn
+		// the others' yes into that error, which says not run. A PING
+		// first keeps each command's own reply.
+		p := n.client.Pipeline()
+		_ = p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
+		for _, q := range b {
+			_ = p.Process(ctx, q.cmd)
+		}
+		_, _ = p.Exec(ctx)
+	}
+	for _, p := range b {
+		close(p.done)
+	}
+}

@@ -1,0 +1,143 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// frozen is a server that reads everything and never answers (but the
+// handshake): a frozen node. got holds what it received.
+type frozen struct {
+	ln  net.Listener
+	mu  sync.Mutex
+	got bytes.Buffer
+	wg  sync.WaitGroup
+}
+
+func newFrozen(t *testing.T) *frozen {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &frozen{ln: ln}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			f.wg.Add(1)
+			go func() {
+				defer f.wg.Done()
+				defer c.Close()
+				b := make([]byte, 4096)
+				for {
+					k, err := c.Read(b)
+					if bytes.Contains(b[:k], []byte("hello")) { // the connection's handshake: refused, go-redis goes on
+						_, _ = c.Write([]byte("-ERR unknown command 'hello'\r\n"))
+						continue
+					}
+					f.mu.Lock()
+					f.got.Write(b[:k])
+					f.mu.Unlock()
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return f
+}
+
+func (f *frozen) received() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got.String()
+}
+
+// Calls queued behind a call in flight to a frozen node return by their
+// own deadlines, were never written, and say so (MayHaveRun false); the
+// call in flight may have run.
+func TestCoalesceQueuedCallsNotSent(t *testing.T) {
+	f := newFrozen(t)
+	c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true})
+	var track sync.WaitGroup
+	n := New(c, &track)
+	n.Coalesce(true)
+	if !n.coalesce {
+		t.Fatal("a *redis.Client node does not coalesce")
+	}
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		defer cancel()
+		_, err := n.Do(ctx, LockNew([]string{"first"}, "v", time.Minute))
+		first <- err
+	}()
+	for { // until the first call is in flight
+		n.co.mu.Lock()
+		r := n.co.running
+		n.co.mu.Unlock()
+		if r {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, errs[i] = n.Do(ctx, LockNew([]string{fmt.Sprintf("queued%d", i)}, "v", time.Minute))
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if !NotSent(err) || n.MayHaveRun(err) || !IsTimeout(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("queued call %d: %v (not sent %v, may have run %v)", i, err, NotSent(err), n.MayHaveRun(err))
+		}
+	}
+	err := <-first
+	if err == nil || NotSent(err) || !n.MayHaveRun(err) {
+		t.Errorf("call in flight: %v", err)
+	}
+	track.Wait()
+	_ = c.Close()
+	_ = f.ln.Close()
+	f.wg.Wait()
+	got := f.received()
+	if !bytes.Contains([]byte(got), []byte("first")) || bytes.Contains([]byte(got), []byte("queued")) {
+		t.Errorf("the frozen node received %q", got)
+	}
+	n.co.mu.Lock()
+	defer n.co.mu.Unlock()
+	if n.co.running || len(n.co.queue) != 0 {
+		t.Errorf("coalescer left running %v with %d queued", n.co.running, len(n.co.queue))
+	}
+}
+
+// Cluster and ring clients do not coalesce.
+func TestCoalesceOnlyPlainClients(t *testing.T) {
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"a:1"}})
+	defer cc.Close()
+	n := New(cc, nil)
+	n.Coalesce(true)
+	if n.coalesce {
+		t.Error("cluster client coalesces")
+	}
+}
