@@ -24,10 +24,11 @@ const maxNodes = 64
 // clean-up (undo) or release (Lock.Release) goes out only after that node
 // answered the attempt's own command and cannot overtake it.
 type attempt struct {
-	owner string
-	round *quorum.Round
-	start time.Time // when the round started: the validity counts from here
-	token int64     // fencing token once the attempt won (WithFencing), else 0
+	owner  string
+	round  *quorum.Round
+	start  time.Time // when the round started: the validity counts from here
+	token  int64     // fencing token once the attempt won (WithFencing), else 0
+	fences []string  // the keys' fence registers (WithFencing), else nil
 }
 
 // try sends one acquisition of keys for ttl to every node under a fresh
@@ -43,7 +44,8 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
 	switch {
 	case c.o.fencing:
-		cmd = node.LockFenced(keys, fenceKeys(keys), owner, ttl)
+		a.fences = fenceKeys(keys)
+		cmd = node.LockFenced(keys, a.fences, owner, ttl)
 		again = cmd
 	case c.retries && len(keys) == 1:
 		again = node.Lock(keys, owner, ttl)

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock/node"
@@ -33,21 +32,10 @@ func WithFencing() Option { return func(o *options) { o.fencing = true } }
 // suffix ":fence", and k in braces when k has no hash tag, so that on a
 // Redis Cluster the register shares k's hash slot. Inspect it with GET.
 func FenceKey(k string) string {
-	if hasHashTag(k) {
+	if _, ok := node.HashTag(k); ok {
 		return k + ":fence"
 	}
 	return "{" + k + "}:fence"
-}
-
-// hasHashTag reports whether k has a Redis Cluster hash tag: a "{" followed
-// later by a "}" with at least one byte between them.
-func hasHashTag(k string) bool {
-	i := strings.IndexByte(k, '{')
-	if i < 0 {
-		return false
-	}
-	j := strings.IndexByte(k[i+1:], '}')
-	return j > 0
 }
 
 func fenceKeys(keys []string) []string {
@@ -89,7 +77,7 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a 
 	if held >= c.need {
 		return top, out
 	}
-	raise := node.RaiseFence(keys, fenceKeys(keys), a.owner, top)
+	raise := node.RaiseFence(keys, a.fences, a.owner, top)
 	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (bool, error) {
 		if low&(1<<i) == 0 {
 			return false, errNotSent

@@ -29,9 +29,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/node"
 )
 
 //go:embed write.lua
@@ -48,7 +49,7 @@ var ErrStale = errors.New("fence: stale token: a later lock holder has written")
 // for resource key k: k with the suffix ":token", and k in braces when k
 // has no hash tag, so that on a Redis Cluster it shares k's hash slot.
 func TokenKey(k string) string {
-	if i := strings.IndexByte(k, '{'); i >= 0 && strings.IndexByte(k[i+1:], '}') > 0 {
+	if _, ok := node.HashTag(k); ok {
 		return k + ":token"
 	}
 	return "{" + k + "}:token"

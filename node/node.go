@@ -240,26 +240,33 @@ func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *red
 // the client ignores it; the command then ends on the client's socket
 // timeout.
 func (n *Node) guarded(ctx context.Context, c *Cmd) (int64, error) {
+	return guard(ctx, n.track, func() (int64, error) { return n.do(ctx, c) })
+}
+
+// guard runs fn on its own goroutine, counted by track (if not nil), and
+// returns its result, or ctx's error once ctx is done first.
+func guard[T any](ctx context.Context, track Tracker, fn func() (T, error)) (T, error) {
 	type result struct {
-		v   int64
+		v   T
 		err error
 	}
 	ch := make(chan result, 1)
-	if n.track != nil {
-		n.track.Add(1)
+	if track != nil {
+		track.Add(1)
 	}
 	go func() {
-		if n.track != nil {
-			defer n.track.Done()
+		if track != nil {
+			defer track.Done()
 		}
-		v, err := n.do(ctx, c)
+		v, err := fn()
 		ch <- result{v, err}
 	}()
 	select {
 	case r := <-ch:
 		return r.v, r.err
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		var zero T
+		return zero, ctx.Err()
 	}
 }
 

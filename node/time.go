@@ -14,25 +14,5 @@ func (n *Node) Time(ctx context.Context) (time.Time, error) {
 	if !n.guard {
 		return n.client.Time(ctx).Result()
 	}
-	type result struct {
-		t   time.Time
-		err error
-	}
-	ch := make(chan result, 1)
-	if n.track != nil {
-		n.track.Add(1)
-	}
-	go func() {
-		if n.track != nil {
-			defer n.track.Done()
-		}
-		t, err := n.client.Time(ctx).Result()
-		ch <- result{t, err}
-	}()
-	select {
-	case r := <-ch:
-		return r.t, r.err
-	case <-ctx.Done():
-		return time.Time{}, ctx.Err()
-	}
+	return guard(ctx, n.track, func() (time.Time, error) { return n.client.Time(ctx).Result() })
 }

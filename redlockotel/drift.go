@@ -1,14 +1,9 @@
 package redlockotel
 
-import "github.com/redlock-go/redlock"
-
 // drift sums the watched Clients' drift monitors: nodes flagged so far,
 // and nodes out of the budget now.
 func (m *Metrics) drift() (flagged uint64, out int) {
-	m.mu.Lock()
-	clients := append([]*redlock.Client(nil), m.clients...)
-	m.mu.Unlock()
-	for _, c := range clients {
+	for _, c := range m.watched() {
 		s := c.DriftStats()
 		flagged += s.Flagged
 		for _, n := range s.Nodes {
@@ -23,10 +18,7 @@ func (m *Metrics) drift() (flagged uint64, out int) {
 // quarantine sums the watched Clients' restart quarantines: quarantines
 // begun so far, and nodes quarantined now.
 func (m *Metrics) quarantine() (started uint64, now int) {
-	m.mu.Lock()
-	clients := append([]*redlock.Client(nil), m.clients...)
-	m.mu.Unlock()
-	for _, c := range clients {
+	for _, c := range m.watched() {
 		s := c.QuarantineStats()
 		started += s.Started
 		now += s.Now

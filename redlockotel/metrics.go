@@ -236,11 +236,8 @@ func (m *Metrics) Watch(c *redlock.Client) {
 
 // handoff sums the watched Clients' hand-off counters.
 func (m *Metrics) handoff() handoff.Stats {
-	m.mu.Lock()
-	clients := append([]*redlock.Client(nil), m.clients...)
-	m.mu.Unlock()
 	var sum handoff.Stats
-	for _, c := range clients {
+	for _, c := range m.watched() {
 		s := c.HandoffStats()
 		sum.Notified += s.Notified
 		sum.Local += s.Local
@@ -374,4 +371,11 @@ func (m *Metrics) nodeOpt(node, op, typ string) metric.MeasurementOption {
 	}
 	v, _ := m.nodeOpts.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(kv...)))
 	return v.(metric.MeasurementOption)
+}
+
+// watched returns the Clients added with Watch, as they are now.
+func (m *Metrics) watched() []*redlock.Client {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]*redlock.Client(nil), m.clients...)
 }

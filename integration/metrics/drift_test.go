@@ -1,16 +1,12 @@
 package metrics
 
 import (
-	"context"
 	"testing"
 	"time"
-
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
-	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
 
@@ -18,14 +14,7 @@ import (
 // every node, and redlock.drift.flagged and redlock.drift.out count them.
 func TestDriftMetrics(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	m, err := redlockotel.New(redlockotel.WithMeterProvider(provider))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	reader, m := manualMetrics(t)
 	c, err := redlock.NewFromURLs(harness.URLs(nodes), append(m.Options(), redlock.WithNodeTimeout(time.Second),
 		redlock.WithClock(clock.Scaled(clock.Real(), 0.8)), redlock.WithDriftMonitor(20*time.Millisecond, false))...)
 	if err != nil {

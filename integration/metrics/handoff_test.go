@@ -5,11 +5,8 @@ import (
 	"testing"
 	"time"
 
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
-	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
 
@@ -17,14 +14,7 @@ import (
 // passed between two of its waiters, and the wait that the pass ended.
 func TestHandoffMetrics(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	m, err := redlockotel.New(redlockotel.WithMeterProvider(provider))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	reader, m := manualMetrics(t)
 	// A minute's backoff: the waiter's wait ends only by the pass.
 	c, err := redlock.NewFromURLs(harness.URLs(nodes), append(m.Options(), redlock.WithRetryBackoff(time.Minute, time.Minute))...)
 	if err != nil {

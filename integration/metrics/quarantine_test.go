@@ -17,14 +17,7 @@ import (
 // counted by redlock.quarantine.started and redlock.quarantine.nodes.
 func TestQuarantineMetrics(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	reader := sdkmetric.NewManualReader()
-	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	defer provider.Shutdown(context.Background())
-	m, err := redlockotel.New(redlockotel.WithMeterProvider(provider))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	reader, m := manualMetrics(t)
 	c, err := redlock.NewFromURLs(harness.URLs(nodes), append(m.Options(), redlock.WithNodeTimeout(time.Second),
 		redlock.WithRestartQuarantine(time.Minute))...)
 	if err != nil {
@@ -54,4 +47,19 @@ func TestQuarantineMetrics(t *testing.T) {
 	if vals["redlock.quarantine.started{}"] != 1 || vals["redlock.quarantine.nodes{}"] != 1 {
 		t.Fatalf("collected:\n%s", metrictest.Dump(vals))
 	}
+}
+
+// manualMetrics returns a Metrics on a manual reader, closed when the test
+// ends, for tests that collect the instruments themselves.
+func manualMetrics(t *testing.T) (*sdkmetric.ManualReader, *redlockotel.Metrics) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	provider := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = provider.Shutdown(context.Background()) })
+	m, err := redlockotel.New(redlockotel.WithMeterProvider(provider))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return reader, m
 }
