@@ -22,30 +22,40 @@ import (
 // not-sent error (MayHaveRun: false); one whose batch was taken may have
 // run, as any call cut short after its write.
 //
-// Releases are never queued: each is sent at once on a connection of its
-// own, as without coalescing. A release that waited behind a batch stuck
-// on a frozen node would reach its deadline unsent and leave the key until
-// its TTL, where one written to the socket runs when the node thaws.
+// A release still queued when its caller leaves is not dropped: it stays
+// in the queue and is sent, late, with its own budget (the time its caller
+// gave it), and its caller's error says it may have run. Dropped, it would
+// leave the key until its TTL and keep the next holder out; sent late it
+// deletes only its own owner value, so it cannot touch a later holder's
+// key, and this Client's next command on the key queues behind it. At most
+// maxLate releases wait so on one node (a node frozen for long); past that
+// a release is dropped and its caller's error says not sent.
 //
 // Every caller has at most one command queued or in flight (it waits for
 // its answer or its deadline), and the queue is sent in order, so the
 // commands of one caller keep their order.
 
-// maxBatch caps the commands of one pipeline.
-const maxBatch = 256
+const (
+	maxBatch = 256  // commands of one pipeline
+	maxLate  = 4096 // releases left queued by their callers, per node
+)
 
 // coalescer is a Node's queue.
 type coalescer struct {
 	mu      sync.Mutex
 	queue   []*pending
 	running bool // a call or batch is in flight; the queue is sent after it
+	late    int  // queued calls whose callers left (see pending.late)
 }
 
 // pending is one queued call.
 type pending struct {
 	cmd      *redis.Cmd
-	deadline time.Time // zero: none
-	taken    bool      // under coalescer.mu: a batch took it (it may be written)
+	deadline time.Time     // zero: none
+	budget   time.Duration // for a late send: the time its caller gave it
+	src      string        // for a late send: the script, for EVAL after NOSCRIPT
+	taken    bool          // under coalescer.mu: a batch took it (it may be written)
+	late     bool          // under coalescer.mu: its caller left; sent anyway
 	done     chan struct{}
 }
 
@@ -57,6 +67,15 @@ func (e *notSentError) Error() string {
 	return "node: not sent (still queued behind the node's pipeline): " + e.err.Error()
 }
 func (e *notSentError) Unwrap() error { return e.err }
+
+// lateError is the error of a release whose caller left while it was
+// still queued: it is sent later, so it may run.
+type lateError struct{ err error }
+
+func (e *lateError) Error() string {
+	return "node: still queued behind the node's pipeline; sent when it returns: " + e.err.Error()
+}
+func (e *lateError) Unwrap() error { return e.err }
 
 // NotSent reports whether err is the error of a node call that was never
 // written to the node (so it cannot have run).
@@ -86,24 +105,20 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		return v, err
 	}
 	p := &pending{cmd: redis.NewCmd(ctx, c.args...), done: make(chan struct{})}
-	p.deadline, _ = ctx.Deadline()
+	if c.late {
+		p.src = c.src
+	}
+	if d, ok := ctx.Deadline(); ok {
+		p.deadline, p.budget = d, time.Until(d)
+	}
 	co.queue = append(co.queue, p)
 	co.mu.Unlock()
 	select {
 	case <-p.done:
 	case <-ctx.Done():
-		co.mu.Lock()
-		if !p.taken {
-			for i, q := range co.queue {
-				if q == p {
-					co.queue = append(co.queue[:i], co.queue[i+1:]...)
-					break
-				}
-			}
-			co.mu.Unlock()
-			return 0, &notSentError{ctx.Err()}
+		if err := co.leave(p, c.late, ctx.Err()); err != nil {
+			return 0, err
 		}
-		co.mu.Unlock()
 		select {
 		case <-p.done: // answered at the deadline after all
 		default:
@@ -115,6 +130,30 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		return n.direct(ctx, c) // EVALSHA again, then EVAL: rare (restart, SCRIPT FLUSH)
 	}
 	return v, err
+}
+
+// leave is called when p's caller's ctx is done before p was answered. A
+// call still queued is taken out (not sent), or, if late and there is room,
+// left to be sent later; the error (wrapping err) says which. It returns nil if p's batch
+// has taken it.
+func (co *coalescer) leave(p *pending, late bool, err error) error {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	switch {
+	case p.taken:
+		return nil
+	case late && co.late < maxLate:
+		p.late = true
+		co.late++
+		return &lateError{err}
+	}
+	for i, q := range co.queue {
+		if q == p {
+			co.queue = append(co.queue[:i], co.queue[i+1:]...)
+			break
+		}
+	}
+	return &notSentError{err}
 }
 
 // direct sends c at once, without coalescing.
@@ -156,6 +195,9 @@ func (co *coalescer) take() []*pending {
 	copy(b, co.queue)
 	for _, p := range b {
 		p.taken = true
+		if p.late {
+			co.late--
+		}
 	}
 	rest := copy(co.queue, co.queue[k:])
 	clear(co.queue[rest:])
@@ -184,14 +226,19 @@ func (n *Node) flush(b []*pending) {
 // caller leaves at its own), and wakes its callers.
 func (n *Node) send(b []*pending) {
 	ctx := context.Background()
+	now := time.Now()
 	var last time.Time
 	for _, p := range b {
-		if p.deadline.IsZero() {
+		d := p.deadline
+		if p.late { // its caller has left: its own budget from now
+			d = now.Add(p.budget)
+		}
+		if d.IsZero() {
 			last = time.Time{}
 			break
 		}
-		if p.deadline.After(last) {
-			last = p.deadline
+		if d.After(last) {
+			last = d
 		}
 	}
 	if !last.IsZero() {
@@ -215,6 +262,21 @@ func (n *Node) send(b []*pending) {
 		_, _ = p.Exec(ctx)
 	}
 	for _, p := range b {
+		if p.late {
+			n.retryLate(p)
+		}
 		close(p.done)
 	}
+}
+
+// retryLate sends a late release again as EVAL if the node did not know
+// its script (its caller, gone, cannot).
+func (n *Node) retryLate(p *pending) {
+	if err := p.cmd.Err(); err == nil || p.src == "" || !isNoScript(err) {
+		return
+	}
+	args := p.cmd.Args()
+	ctx, cancel := context.WithTimeout(context.Background(), p.budget)
+	defer cancel()
+	_ = n.process(ctx, append([]interface{}{"eval", p.src}, args[2:]...), 3)
 }

@@ -66,6 +66,27 @@ func (f *frozen) received() string {
 	return f.got.String()
 }
 
+// inFlight sends a lock call to n with timeout d and returns once it is in
+// flight; its error comes on the channel.
+func inFlight(n *Node, d time.Duration) <-chan error {
+	first := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), d)
+		defer cancel()
+		_, err := n.Do(ctx, LockNew([]string{"first"}, "v", time.Minute))
+		first <- err
+	}()
+	for {
+		n.co.mu.Lock()
+		r := n.co.running
+		n.co.mu.Unlock()
+		if r {
+			return first
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // Calls queued behind a call in flight to a frozen node return by their
 // own deadlines, were never written, and say so (MayHaveRun false); the
 // call in flight may have run.
@@ -79,22 +100,7 @@ func TestCoalesceQueuedCallsNotSent(t *testing.T) {
 	if !n.coalesce {
 		t.Fatal("a *redis.Client node does not coalesce")
 	}
-	first := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-		defer cancel()
-		_, err := n.Do(ctx, LockNew([]string{"first"}, "v", time.Minute))
-		first <- err
-	}()
-	for { // until the first call is in flight
-		n.co.mu.Lock()
-		r := n.co.running
-		n.co.mu.Unlock()
-		if r {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	first := inFlight(n, 500*time.Millisecond)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)
 	for i := range errs {
@@ -128,6 +134,58 @@ func TestCoalesceQueuedCallsNotSent(t *testing.T) {
 	defer n.co.mu.Unlock()
 	if n.co.running || len(n.co.queue) != 0 {
 		t.Errorf("coalescer left running %v with %d queued", n.co.running, len(n.co.queue))
+	}
+}
+
+// A release still queued at its caller's deadline is sent late, once the
+// call in flight returns, with the time its caller gave it; its caller's
+// error says it may have run. (Dropped, it would leave the key until its
+// TTL.)
+func TestCoalesceQueuedReleasesSentLate(t *testing.T) {
+	f := newFrozen(t)
+	c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true})
+	var track sync.WaitGroup
+	n := New(c, &track)
+	n.Coalesce(true)
+	first := inFlight(n, 300*time.Millisecond)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, errs[i] = n.Do(ctx, Release([]string{fmt.Sprintf("rel%d", i)}, "v", false))
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if NotSent(err) || !n.MayHaveRun(err) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("release %d: %v (not sent %v, may have run %v)", i, err, NotSent(err), n.MayHaveRun(err))
+		}
+	}
+	n.co.mu.Lock()
+	if n.co.late != len(errs) || len(n.co.queue) != len(errs) {
+		t.Errorf("%d late of %d queued, want %d", n.co.late, len(n.co.queue), len(errs))
+	}
+	n.co.mu.Unlock()
+	<-first
+	track.Wait() // the late batch timed out on the frozen node after its budget
+	_ = c.Close()
+	_ = f.ln.Close()
+	f.wg.Wait()
+	got := f.received()
+	for i := range errs {
+		if !bytes.Contains([]byte(got), []byte(fmt.Sprintf("rel%d", i))) {
+			t.Errorf("release rel%d never reached the node; it received %q", i, got)
+		}
+	}
+	n.co.mu.Lock()
+	defer n.co.mu.Unlock()
+	if n.co.running || len(n.co.queue) != 0 || n.co.late != 0 {
+		t.Errorf("coalescer left running %v with %d queued, %d late", n.co.running, len(n.co.queue), n.co.late)
 	}
 }
 

@@ -95,7 +95,7 @@ type Cmd struct {
 	keyPos int           // position of the first key in args
 	want   int64         // script reply that means yes; valued: any reply > 0
 	valued bool          // the reply is a value (a fencing candidate), yes when > 0
-	direct bool          // never queued by coalescing (releases: see Node.Coalesce)
+	late   bool          // sent even after its caller left (releases: see Node.Coalesce)
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -159,7 +159,7 @@ func Release(keys []string, value string, announce bool) *Cmd {
 		prefix = handoff.Prefix
 	}
 	c := scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
-	c.direct = true
+	c.late = true
 	return c
 }
 
@@ -182,7 +182,7 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 	var v int64
 	var err error
 	switch {
-	case n.coalesce && !c.direct:
+	case n.coalesce:
 		v, err = n.coalesced(ctx, c)
 	case !n.guard:
 		v, err = n.do(ctx, c)
