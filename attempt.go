@@ -50,12 +50,15 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	case c.retries && len(keys) == 1:
 		again = node.Lock(keys, owner, ttl)
 	}
-	c.identifyStale(ctx, ttl)
+	c.identifyNew(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()
 	a.round = c.roundValue(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
 			return 0, false, errReleasePending // not sent: nothing to undo
+		}
+		if err := c.identifyFirst(ctx, i); err != nil {
+			return 0, false, err
 		}
 		g, use := c.gen(i), cmd
 		if c.nodes[i].Retries() {
@@ -198,7 +201,14 @@ func notSent(err error) bool {
 // write). A plain no (the key was held by someone else), an error reply,
 // a refused connection and a call that was never sent leave nothing there.
 func (c *Client) mayHold(i int, v quorum.Vote) bool {
-	return v.OK || v.Err != nil && (isDiscountedYes(v.Err) || !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err))
+	return v.OK || v.Err != nil && (isDiscountedYes(v.Err) || !notSent(v.Err) && !isGated(v.Err) && c.nodes[i].MayHaveRun(v.Err))
+}
+
+// isGated reports an acquisition call not sent because of what its
+// node's identification found (see identifyFirst).
+func isGated(err error) bool {
+	var ge *gatedError
+	return errors.As(err, &ge)
 }
 
 // isDiscountedYes reports whether err is a yes that did not count (see

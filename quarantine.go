@@ -264,17 +264,23 @@ func (c *Client) identify(ctx context.Context, i int) {
 	}
 }
 
-// identifyStale identifies, in parallel within the node deadline for ttl,
-// every node that is stale, before a round; it notes ttl for the window.
-func (c *Client) identifyStale(ctx context.Context, ttl time.Duration) {
+// identifyNew notes ttl for the default window, then identifies, in
+// parallel within the node deadline for ttl, every node never identified
+// yet (first contact) that has not timed out: before the round, so that
+// two names of one server both known before either votes, and the later
+// one's vote is discounted (see quarantine.discount). A node that times
+// out here is suspect (probed, see nodeHealth) and, like a node whose
+// identity went stale on a redial, is identified on its own goroutine
+// before its command (identifyFirst): it does not hold up later rounds.
+func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 	if c.q == nil {
 		return
 	}
 	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
 	}
-	var due uint64 // stale nodes; usually none, and then no context or timer is made
+	var due uint64 // usually none, and then no context or timer is made
 	for i := range c.nodes {
-		if c.stale(i) {
+		if c.ids.learned[i].Load() == 0 && !c.health[i].suspect.Load() {
 			due |= 1 << i
 		}
 	}
@@ -287,11 +293,51 @@ func (c *Client) identifyStale(ctx context.Context, ttl time.Duration) {
 	for i := range c.nodes {
 		if due&(1<<i) != 0 {
 			wg.Add(1)
-			go func(i int) { defer wg.Done(); c.identify(ctx, i) }(i)
+			go func(i int) {
+				defer wg.Done()
+				if c.identify(ctx, i); ctx.Err() != nil && c.stale(i) {
+					c.health[i].suspect.Store(true)
+				}
+			}(i)
 		}
 	}
 	wg.Wait()
 }
+
+// identifyFirst identifies node i, if its identity is stale (a redial, or
+// not learned by identifyNew), before an acquisition's command to it,
+// within that call's node deadline (ctx): on the node's own goroutine, so
+// that a stale node that does not answer (a frozen one, redialed after its
+// calls timed out) delays only its own vote, not the round. The command is
+// not sent, and the error says why, when ctx ended first or when what was
+// learned discounts the node (quarantined, or another name of a server
+// already counted): the round's gate (Config.Counts) was read before.
+func (c *Client) identifyFirst(ctx context.Context, i int) error {
+	if !c.stale(i) {
+		return nil
+	}
+	c.identify(ctx, i)
+	if err := ctx.Err(); err != nil && c.stale(i) {
+		return &gatedError{c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err}
+	}
+	if err := c.discount(i); err != nil {
+		return &gatedError{c.nodes[i].Addr(), "identity learned", err}
+	}
+	return nil
+}
+
+// gatedError is the error of an acquisition call not sent because of
+// what identifyFirst found: nothing to undo there. Its cause is a timeout
+// (the node is then probed, see nodeHealth) or the gate's error.
+type gatedError struct {
+	addr, what string
+	err        error
+}
+
+func (e *gatedError) Error() string {
+	return "redlock: not sent to node " + e.addr + ": " + e.what + ": " + e.err.Error()
+}
+func (e *gatedError) Unwrap() error { return e.err }
 
 // discountedYes is the error of a yes from a node found, right after the
 // command redialed it, to be quarantined or an alias: the vote does not

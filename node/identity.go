@@ -35,8 +35,17 @@ var ErrNoRunID = errors.New("redlock/node: INFO has no run_id")
 // appendfsync, pipelined, bounded by ctx's deadline. INFO does not report
 // appendfsync; where CONFIG is disabled (renamed away) FsyncAlways stays
 // false, which errs on the side of quarantine. It returns INFO's error, or
-// ParseInfo's.
+// ParseInfo's. Like Do, it returns by ctx's deadline also on a client that
+// ignores ctx deadlines (the call then ends in the background, counted by
+// the node's Tracker).
 func (n *Node) Identify(ctx context.Context) (Identity, error) {
+	if !n.guard {
+		return n.identify(ctx)
+	}
+	return guard(ctx, n.track, func() (Identity, error) { return n.identify(ctx) })
+}
+
+func (n *Node) identify(ctx context.Context) (Identity, error) {
 	var info *redis.StringCmd
 	var fsync *redis.MapStringStringCmd
 	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
