@@ -83,6 +83,7 @@ func defaults() options {
 		localHandoff: DefaultLocalHandoff,
 		renewEvery:   DefaultLease / 3,
 		clock:        clock.Real(),
+		coalesce:     true,
 	}
 }
 
@@ -226,23 +227,24 @@ func (o *options) validate(n int) error {
 	return nil
 }
 
-// WithCoalescing turns per-node command coalescing on or off (default off:
-// it is new, and the default path is the one the chaos suite has run
-// longest).
+// WithCoalescing turns per-node command coalescing on or off (default on).
 // While a call to a node is in flight, the calls of other goroutines to
 // that node queue up and then go out together as one pipeline on one
 // connection: one write and one read for all of them instead of a round
 // trip each, which is what limits many goroutines locking independent
 // keys. A call that finds nothing in flight is sent at once, so a lone
-// caller waits no longer than without it. Each call keeps its own node
-// deadline: one still queued at its deadline is never sent (its node
-// counts as not holding the lock, nothing to undo there); one already
-// sent counts as a timeout (it may have run, and is undone). Only nodes
-// given as *redis.Client coalesce, and only acquisitions, extensions and
-// renewals: releases are always sent at once, so that one cannot wait,
-// unsent, behind a call to a frozen node and leave its key until the TTL
-// (one written to the socket runs when the node thaws). Cluster clients,
-// rings and other clients send one command per call. Pipelined commands
-// run under a context of their own (the latest deadline of the batch), so go-redis
-// hooks do not see the caller's context values for them.
+// caller waits no longer than without it, and a node has at most one call
+// or pipeline in flight: a frozen node is never flooded. Each call keeps
+// its own node deadline: an acquisition or extension still queued at its
+// deadline is never sent (its node counts as not holding the lock,
+// nothing to undo there); one already sent counts as a timeout (it may
+// have run, and is undone). A release still queued when its caller leaves
+// is sent late rather than dropped, so that its key does not stay until
+// the TTL (it deletes only its own owner value, so it cannot touch a later
+// holder's key). Only nodes given as *redis.Client coalesce; cluster
+// clients, rings and other clients send one command per call. Pipelined
+// commands run under a context of their own (the latest deadline of the
+// batch), so go-redis hooks see ProcessPipeline rather than Process for
+// them and not the caller's context values. Off, every call takes a
+// pooled connection of its own.
 func WithCoalescing(on bool) Option { return func(o *options) { o.coalesce = on } }

@@ -872,7 +872,12 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 		}
 		clients = append(clients, cl)
 	}
-	c, err := redlock.New(clients, redlock.WithNodeTimeout(nodeTimeout), redlock.WithNodeObserver(h.observe))
+	// Without coalescing: a probe then occupies the caller until the hook
+	// lets it go, which is how the test holds it. (A coalescing node keeps
+	// one call or pipeline in flight by construction and its callers leave
+	// at their deadlines: TestFrozenNodeCoalescedOneBatchAtATime.)
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(nodeTimeout), redlock.WithNodeObserver(h.observe),
+		redlock.WithCoalescing(false))
 	if err != nil {
 		t.Fatal(err)
 	}

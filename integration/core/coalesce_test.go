@@ -1,0 +1,169 @@
+package core
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+// A coalescing Client floods no frozen node: whatever many goroutines do,
+// the node has one call or pipeline in flight at a time (the calls behind
+// it wait in its queue and leave unsent at their deadlines), every key an
+// acquisition reached there gets a release after it (a release still
+// queued when its caller leaves is sent late, not dropped), and once the
+// node thaws no key is left anywhere. The hook on the frozen node's client
+// sees every command and pipeline sent there. Broken coalescing fails: a
+// second call sent while one is stuck shows as two in flight; a release
+// dropped from the queue leaves its key on the node (and no release
+// recorded after its SET).
+func TestFrozenNodeCoalescedOneBatchAtATime(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	frozen := nodes[4]
+	warm := client(t, nodes) // caches the release script everywhere: releases are EVALSHA
+	if l, err := warm.TryLock(context.Background(), "warm", 10*time.Second); err != nil {
+		t.Fatal(err)
+	} else if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+
+	h := &batchHook{sent: map[string][]string{}}
+	var clients []redis.UniversalClient
+	for i, n := range nodes {
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		if i == 4 {
+			cl.AddHook(h)
+		}
+		clients = append(clients, cl)
+	}
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithCoalescing(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	})
+
+	frozen.Freeze()
+	defer frozen.Thaw()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for j := 0; j < 10; j++ {
+				l, err := c.TryLock(ctx, fmt.Sprintf("k%d.%d", g, j), 10*time.Second)
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("with one node of five frozen: %v", err)
+	}
+	frozen.Thaw()
+	c.Close() // every call, late releases included, has returned
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.most != 1 {
+		t.Errorf("%d lock calls or pipelines in flight to the frozen node at once, want 1", h.most)
+	}
+	reached := 0
+	for k, cmds := range h.sent {
+		if cmds[0] != "set" {
+			continue
+		}
+		reached++
+		if len(cmds) < 2 || cmds[len(cmds)-1] != "evalsha" {
+			t.Errorf("key %s: the frozen node was sent %v, want its SET and then a release", k, cmds)
+		}
+	}
+	if reached == 0 {
+		t.Error("no acquisition reached the frozen node")
+	}
+	for i, n := range nodes {
+		cl := n.Client()
+		keys, err := cl.Keys(ctx, "*").Result()
+		cl.Close()
+		if err != nil || len(keys) != 0 {
+			t.Errorf("node %d: keys left after every lock was released: %v %v", i, keys, err)
+		}
+	}
+	t.Logf("frozen node: %d keys reached by an acquisition of 160, at most %d in flight", reached, h.most)
+}
+
+// batchHook records, on one node's client, the commands sent per key
+// (alone or in a pipeline) and the most lock calls or pipelines in flight
+// at once.
+type batchHook struct {
+	mu             sync.Mutex
+	sent           map[string][]string
+	inflight, most int
+}
+
+// enter records cmds and reports whether they are lock commands (SET,
+// scripts), which it counts in flight; the identity calls (INFO) go past
+// the queue.
+func (h *batchHook) enter(cmds []redis.Cmder) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lock := false
+	for _, cmd := range cmds {
+		args := cmd.Args()
+		switch cmd.Name() {
+		case "set":
+			h.sent[fmt.Sprint(args[1])] = append(h.sent[fmt.Sprint(args[1])], "set")
+			lock = true
+		case "evalsha", "eval":
+			h.sent[fmt.Sprint(args[3])] = append(h.sent[fmt.Sprint(args[3])], cmd.Name())
+			lock = true
+		}
+	}
+	if lock {
+		h.inflight++
+		h.most = max(h.most, h.inflight)
+	}
+	return lock
+}
+
+func (h *batchHook) leave(lock bool) {
+	if lock {
+		h.mu.Lock()
+		h.inflight--
+		h.mu.Unlock()
+	}
+}
+
+func (h *batchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *batchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		defer h.leave(h.enter([]redis.Cmder{cmd}))
+		return next(ctx, cmd)
+	}
+}
+
+func (h *batchHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		defer h.leave(h.enter(cmds))
+		return next(ctx, cmds)
+	}
+}
