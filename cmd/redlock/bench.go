@@ -812,15 +812,45 @@ func goals(r *Results) []Goal {
 				fmt.Sprintf("%.2f, %s (go-redsync %.2f, %s)", p.ProcMinMax, joinInts(p.PerProcess), s.ProcMinMax, joinInts(s.PerProcess)),
 				p.ProcMinMax >= 0.8})
 	}
+	return append(g, scaleGoals(r)...)
+}
+
+// scaleGoals are the goals of issue 11 (scale), each against go-redsync
+// in the same run.
+func scaleGoals(r *Results) []Goal {
+	var g []Goal
+	for _, t := range []struct {
+		nodes int
+		most  float64
+	}{{5, 0.6}, {1, 1.0}} {
+		if s, ok := r.Uncontended[t.nodes]; ok {
+			o, rs := s["redlock"].P50us, s["redsync"].P50us
+			g = append(g, Goal{fmt.Sprintf("acquire+release p50, one caller, %d node(s): <= %.1f x go-redsync", t.nodes, t.most),
+				fmt.Sprintf("%.0fµs vs %.0fµs (%s)", o, rs, ratio(o, rs)), o <= t.most*rs})
+		}
+	}
 	if len(r.Independent) > 0 {
-		g = append(g, Goal{"independent keys cycles/s at least go-redsync's",
-			fmt.Sprintf("%.0f vs %.0f", r.Independent["redlock"].CyclesPerSec, r.Independent["redsync"].CyclesPerSec),
-			r.Independent["redlock"].CyclesPerSec >= r.Independent["redsync"].CyclesPerSec})
+		o, rs := r.Independent["redlock"].CyclesPerSec, r.Independent["redsync"].CyclesPerSec
+		g = append(g, Goal{"independent keys, 64 goroutines: >= 3 x go-redsync's cycles/s",
+			fmt.Sprintf("%.0f vs %.0f (%s)", o, rs, ratio(o, rs)), o >= 3*rs})
 	}
 	if len(r.Allocs) > 0 {
-		g = append(g, Goal{"fewer allocations per cycle than go-redsync",
-			fmt.Sprintf("%d vs %d", r.Allocs["redlock"].AllocsPerCycle, r.Allocs["redsync"].AllocsPerCycle),
-			r.Allocs["redlock"].AllocsPerCycle < r.Allocs["redsync"].AllocsPerCycle})
+		o, rs := r.Allocs["redlock"], r.Allocs["redsync"]
+		g = append(g, Goal{"allocations per acquire+release, 5 nodes: <= 40 and <= 2,500 B",
+			fmt.Sprintf("%d / %d B (go-redsync %d / %d B)", o.AllocsPerCycle, o.BytesPerCycle, rs.AllocsPerCycle, rs.BytesPerCycle),
+			o.AllocsPerCycle <= 40 && o.BytesPerCycle <= 2500})
+	}
+	n := 0
+	for k := range r.Watchdog {
+		n = max(n, k)
+	}
+	if w, ok := r.Watchdog[n]; ok {
+		o, rs := w["redlock"], w["redsync"]
+		g = append(g,
+			Goal{fmt.Sprintf("heap per held lock (%d held) <= go-redsync's", n),
+				fmt.Sprintf("%.0f B vs %.0f B", o.HeapPerLock, rs.HeapPerLock), o.HeapPerLock <= rs.HeapPerLock},
+			Goal{fmt.Sprintf("renewal CPU per interval, %d locks: <= 0.1 x go-redsync", n),
+				fmt.Sprintf("%.0f ms vs %.0f ms (%s)", o.CPUms, rs.CPUms, ratio(o.CPUms, rs.CPUms)), o.CPUms <= 0.1*rs.CPUms})
 	}
 	return g
 }

@@ -151,7 +151,7 @@ func TestBenchOnlyRepeat(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	for _, want := range []string{"median of 2 runs", "Independent keys", "Allocations per acquire+release", "fewer allocations per cycle"} {
+	for _, want := range []string{"median of 2 runs", "Independent keys", "Allocations per acquire+release", "allocations per acquire+release, 5 nodes: <= 40"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
