@@ -242,6 +242,7 @@ func (c *Client) stale(i int) bool {
 // identify learns node i's identity within ctx and feeds it to the gate;
 // a failure leaves the node stale, to be asked again.
 func (c *Client) identify(ctx context.Context, i int) {
+	g := c.ids.gen[i].Load()
 	id, err := c.nodes[i].Identify(ctx)
 	if err != nil {
 		return
@@ -250,7 +251,10 @@ func (c *Client) identify(ctx context.Context, i int) {
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
 			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", u.Sub(c.o.clock.Now())))
 	}
-	c.ids.learned[i].Store(c.ids.gen[i].Load() + 1) // after INFO, which may have dialed itself
+	// Known for the connections dialed before INFO: one dialed during it
+	// (by INFO itself or by another call) may reach a server restarted
+	// since, so it leaves the node stale, to be identified again.
+	c.ids.learned[i].Store(g + 1)
 	var se *SameServerError
 	if err := c.q.discount(i); errors.As(err, &se) && !c.ids.alias[i].Swap(true) {
 		c.q.mu.Lock()
@@ -348,18 +352,24 @@ func (e *discountedYes) Error() string { return "redlock: yes not counted: " + e
 func (e *discountedYes) Unwrap() error { return e.err }
 
 // checkYes runs after an acquisition command on node i that began at dial
-// count g: if the command redialed, the node is identified now (within
-// ctx) and a yes from a node the gate discounts becomes a discountedYes.
+// count g. If the command redialed, or the node's identity is not known for
+// its latest connection, the node is identified now (within ctx). A yes
+// then counts only if the identity is known and the gate does not discount
+// the node now: another goroutine may have learned of a restart after the
+// round read the gate (Config.Counts) at its start. Otherwise the yes
+// becomes a discountedYes (not counted, undone).
 func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err error) (bool, error) {
-	if c.q == nil || c.ids.gen[i].Load() == g || !c.stale(i) {
+	if c.q == nil {
 		return ok, err
 	}
-	c.identify(ctx, i)
+	if c.ids.gen[i].Load() != g || c.stale(i) {
+		c.identify(ctx, i)
+		if ok && err == nil && c.stale(i) { // reconnected, identity unreadable in time: it may be a restart
+			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
+		}
+	}
 	if !ok || err != nil {
 		return ok, err
-	}
-	if c.stale(i) { // reconnected, identity unreadable in time: it may be a restart
-		return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 	}
 	if derr := c.discount(i); derr != nil {
 		return false, &discountedYes{derr}

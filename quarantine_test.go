@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -81,5 +82,41 @@ func TestQuarantineFreshAndSameServer(t *testing.T) {
 	}
 	if err := q.discount(1); err != nil {
 		t.Errorf("first address discounted: %v", err)
+	}
+}
+
+// A yes counts only if the gate still allows the node after the command:
+// another goroutine may learn of a restart after the round read the gate
+// at its start (the chaos scenario restart-no-persistence-quarantined
+// found double grants when this was not checked), and a node whose
+// identity is not known for its latest connection does not count at all.
+func TestCheckYesRereadsTheGate(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1e9, 0))
+	c, err := New(unreachable(3), WithClock(clk), WithRestartQuarantine(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	c.q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour})
+	c.ids.learned[0].Store(c.ids.gen[0].Load() + 1)
+	g := c.gen(0)
+	if ok, err := c.checkYes(ctx, 0, g, true, nil); !ok || err != nil {
+		t.Fatalf("known node, no restart: %v %v", ok, err)
+	}
+	// Learned by another goroutine while the command was in flight.
+	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second})
+	ok, err := c.checkYes(ctx, 0, g, true, nil)
+	var dy *discountedYes
+	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
+		t.Fatalf("yes from a node quarantined during the command: %v %v, want a discounted yes", ok, err)
+	}
+	// Stale (a connection dialed since it was identified), and it cannot
+	// be identified now: its yes does not count, even though this command
+	// did not dial.
+	c.ids.learned[1].Store(0)
+	ok, err = c.checkYes(ctx, 1, c.gen(1), true, nil)
+	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
+		t.Fatalf("yes from a node of unknown identity: %v %v, want a discounted yes", ok, err)
 	}
 }
