@@ -241,11 +241,11 @@ func (c *Client) stale(i int) bool {
 
 // identify learns node i's identity within ctx and feeds it to the gate;
 // a failure leaves the node stale, to be asked again.
-func (c *Client) identify(ctx context.Context, i int) {
+func (c *Client) identify(ctx context.Context, i int) error {
 	g := c.ids.gen[i].Load()
 	id, err := c.nodes[i].Identify(ctx)
 	if err != nil {
-		return
+		return err
 	}
 	if u := c.q.learn(i, id); !u.IsZero() && c.o.logger != nil {
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
@@ -261,11 +261,12 @@ func (c *Client) identify(ctx context.Context, i int) {
 		c.q.stats.Aliases++
 		c.q.mu.Unlock()
 		if c.o.logger == nil {
-			return
+			return nil
 		}
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
 			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
 	}
+	return nil
 }
 
 // identifyNew notes ttl for the default window, then identifies, in
@@ -330,6 +331,13 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	return nil
 }
 
+// refusesInfo reports an identification that the node answered with an
+// error reply (NOPERM: an ACL without INFO) or without a run_id.
+func refusesInfo(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re) || errors.Is(err, node.ErrNoRunID)
+}
+
 // gatedError is the error of an acquisition call not sent because of
 // what identifyFirst found: nothing to undo there. Its cause is a timeout
 // (the node is then probed, see nodeHealth) or the gate's error.
@@ -363,8 +371,11 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		return ok, err
 	}
 	if c.ids.gen[i].Load() != g || c.stale(i) {
-		c.identify(ctx, i)
-		if ok && err == nil && c.stale(i) { // reconnected, identity unreadable in time: it may be a restart
+		ierr := c.identify(ctx, i)
+		// Identity unreadable in time: it may be a restart. (A node that
+		// refuses INFO, an ACL without it, cannot be identified at all:
+		// its votes count, unprotected by the quarantine; see README.)
+		if ok && err == nil && c.stale(i) && !refusesInfo(ierr) {
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 		}
 	}

@@ -48,12 +48,15 @@ func (n *Node) Identify(ctx context.Context) (Identity, error) {
 func (n *Node) identify(ctx context.Context) (Identity, error) {
 	var info *redis.StringCmd
 	var fsync *redis.MapStringStringCmd
-	_, _ = n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server", "persistence", "replication")
 		fsync = p.ConfigGet(ctx, "appendfsync")
 		return nil
 	})
 	s, err := info.Result()
+	if err == nil && s == "" && perr != nil {
+		err = perr // no connection: go-redis leaves the commands' errors unset
+	}
 	if err != nil {
 		return Identity{}, err
 	}
