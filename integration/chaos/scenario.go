@@ -22,7 +22,8 @@ type Scenario struct {
 	Name    string
 	Sanity  string // non-empty: the checker that MUST report a violation ("overlap", "lost", "linear")
 	Persist bool   // nodes with appendonly + appendfsync always
-	// Quarantine runs the clients with the restart quarantine on.
+	// Quarantine runs the clients with the restart quarantine on, in
+	// QuarantineFresh mode (clients join while nodes restart).
 	Quarantine bool
 	// DriftMonitor runs the skewed client (client 0) with the drift
 	// monitor excluding out-of-budget nodes.

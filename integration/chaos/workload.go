@@ -108,6 +108,8 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 		redlock.WithNodeTimeout(50 * time.Millisecond)}
 	if !s.Quarantine {
 		opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
+	} else {
+		opts = append(opts, redlock.WithRestartQuarantine(s.TTL, redlock.QuarantineFresh))
 	}
 	if s.Observe != nil {
 		opts = append(opts, redlock.WithObserver(s.Observe))
