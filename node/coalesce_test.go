@@ -87,6 +87,24 @@ func inFlight(n *Node, d time.Duration) <-chan error {
 	}
 }
 
+// queue sends cmd(0..7) to n from 8 goroutines at once, each with a 50 ms
+// deadline, and returns their errors.
+func queue(n *Node, cmd func(i int) *Cmd) []error {
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			_, errs[i] = n.Do(ctx, cmd(i))
+		}(i)
+	}
+	wg.Wait()
+	return errs
+}
+
 // Calls queued behind a call in flight to a frozen node return by their
 // own deadlines, were never written, and say so (MayHaveRun false); the
 // call in flight may have run.
@@ -101,18 +119,7 @@ func TestCoalesceQueuedCallsNotSent(t *testing.T) {
 		t.Fatal("a *redis.Client node does not coalesce")
 	}
 	first := inFlight(n, 500*time.Millisecond)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			_, errs[i] = n.Do(ctx, LockNew([]string{fmt.Sprintf("queued%d", i)}, "v", time.Minute))
-		}(i)
-	}
-	wg.Wait()
+	errs := queue(n, func(i int) *Cmd { return LockNew([]string{fmt.Sprintf("queued%d", i)}, "v", time.Minute) })
 	for i, err := range errs {
 		if !NotSent(err) || n.MayHaveRun(err) || !IsTimeout(err) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("queued call %d: %v (not sent %v, may have run %v)", i, err, NotSent(err), n.MayHaveRun(err))
@@ -149,18 +156,7 @@ func TestCoalesceQueuedReleasesSentLate(t *testing.T) {
 	n := New(c, &track)
 	n.Coalesce(true)
 	first := inFlight(n, 300*time.Millisecond)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-			defer cancel()
-			_, errs[i] = n.Do(ctx, Release([]string{fmt.Sprintf("rel%d", i)}, "v", false))
-		}(i)
-	}
-	wg.Wait()
+	errs := queue(n, func(i int) *Cmd { return Release([]string{fmt.Sprintf("rel%d", i)}, "v", false) })
 	for i, err := range errs {
 		if NotSent(err) || !n.MayHaveRun(err) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("release %d: %v (not sent %v, may have run %v)", i, err, NotSent(err), n.MayHaveRun(err))
