@@ -240,12 +240,18 @@ func (c *Client) stale(i int) bool {
 }
 
 // identify learns node i's identity within ctx and feeds it to the gate;
-// a failure leaves the node stale, to be asked again.
-func (c *Client) identify(ctx context.Context, i int) error {
+// a failure leaves the node stale, to be asked again. A node that refuses
+// INFO (an ACL without it) cannot be identified at all: it is marked known
+// until its next redial, so that it is not asked on every call, and its
+// votes count, unprotected by the quarantine (see README).
+func (c *Client) identify(ctx context.Context, i int) {
 	g := c.ids.gen[i].Load()
 	id, err := c.nodes[i].Identify(ctx)
+	if refusesInfo(err) {
+		c.ids.learned[i].Store(g + 1)
+	}
 	if err != nil {
-		return err
+		return
 	}
 	if u := c.q.learn(i, id); !u.IsZero() && c.o.logger != nil {
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
@@ -261,12 +267,11 @@ func (c *Client) identify(ctx context.Context, i int) error {
 		c.q.stats.Aliases++
 		c.q.mu.Unlock()
 		if c.o.logger == nil {
-			return nil
+			return
 		}
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
 			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
 	}
-	return nil
 }
 
 // identifyNew notes ttl for the default window, then identifies, in
@@ -371,11 +376,8 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		return ok, err
 	}
 	if c.ids.gen[i].Load() != g || c.stale(i) {
-		ierr := c.identify(ctx, i)
-		// Identity unreadable in time: it may be a restart. (A node that
-		// refuses INFO, an ACL without it, cannot be identified at all:
-		// its votes count, unprotected by the quarantine; see README.)
-		if ok && err == nil && c.stale(i) && !refusesInfo(ierr) {
+		c.identify(ctx, i)
+		if ok && err == nil && c.stale(i) { // identity unreadable in time: it may be a restart
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 		}
 	}

@@ -87,6 +87,18 @@ func inFlight(n *Node, d time.Duration) <-chan error {
 	}
 }
 
+// frozenNode returns a frozen server and a coalescing Node on a client of
+// it, with the Node's Tracker.
+func frozenNode(t *testing.T) (*frozen, *redis.Client, *Node, *sync.WaitGroup) {
+	f := newFrozen(t)
+	c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1,
+		Protocol: 2, DisableIdentity: true})
+	track := new(sync.WaitGroup)
+	n := New(c, track)
+	n.Coalesce(true)
+	return f, c, n, track
+}
+
 // queue sends cmd(0..7) to n from 8 goroutines at once, each with a 50 ms
 // deadline, and returns their errors.
 func queue(n *Node, cmd func(i int) *Cmd) []error {
@@ -109,12 +121,7 @@ func queue(n *Node, cmd func(i int) *Cmd) []error {
 // own deadlines, were never written, and say so (MayHaveRun false); the
 // call in flight may have run.
 func TestCoalesceQueuedCallsNotSent(t *testing.T) {
-	f := newFrozen(t)
-	c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1,
-		Protocol: 2, DisableIdentity: true})
-	var track sync.WaitGroup
-	n := New(c, &track)
-	n.Coalesce(true)
+	f, c, n, track := frozenNode(t)
 	if !n.coalesce {
 		t.Fatal("a *redis.Client node does not coalesce")
 	}
@@ -149,12 +156,7 @@ func TestCoalesceQueuedCallsNotSent(t *testing.T) {
 // error says it may have run. (Dropped, it would leave the key until its
 // TTL.)
 func TestCoalesceQueuedReleasesSentLate(t *testing.T) {
-	f := newFrozen(t)
-	c := redis.NewClient(&redis.Options{Addr: f.ln.Addr().String(), ContextTimeoutEnabled: true, MaxRetries: -1,
-		Protocol: 2, DisableIdentity: true})
-	var track sync.WaitGroup
-	n := New(c, &track)
-	n.Coalesce(true)
+	f, c, n, track := frozenNode(t)
 	first := inFlight(n, 300*time.Millisecond)
 	errs := queue(n, func(i int) *Cmd { return Release([]string{fmt.Sprintf("rel%d", i)}, "v", false) })
 	for i, err := range errs {

@@ -25,23 +25,9 @@ import (
 func TestFrozenNodeCoalescedOneBatchAtATime(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	frozen := nodes[4]
-	warm := client(t, nodes) // caches the release script everywhere: releases are EVALSHA
-	if l, err := warm.TryLock(context.Background(), "warm", 10*time.Second); err != nil {
-		t.Fatal(err)
-	} else if err := l.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	warm.Close()
-
+	warmScripts(t, nodes)
 	h := &batchHook{sent: map[string][]string{}}
-	var clients []redis.UniversalClient
-	for i, n := range nodes {
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-		if i == 4 {
-			cl.AddHook(h)
-		}
-		clients = append(clients, cl)
-	}
+	clients := hookedClients(nodes, 4, h)
 	c, err := redlock.New(clients, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithCoalescing(true))
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +94,35 @@ func TestFrozenNodeCoalescedOneBatchAtATime(t *testing.T) {
 		}
 	}
 	t.Logf("frozen node: %d keys reached by an acquisition of 160, at most %d in flight", reached, h.most)
+}
+
+// warmScripts caches the release script on every node (with a Client of
+// its own, closed when its calls have all returned): a release is then one
+// EVALSHA.
+func warmScripts(t *testing.T, nodes []*harness.Node) {
+	t.Helper()
+	warm := client(t, nodes)
+	if l, err := warm.TryLock(context.Background(), "warm", 10*time.Second); err != nil {
+		t.Fatal(err)
+	} else if err := l.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+}
+
+// hookedClients returns a client per node as NewFromURLs makes them
+// (deadlines reach the socket, no retries: an acquisition is one SET NX),
+// with hook h on node i's.
+func hookedClients(nodes []*harness.Node, i int, h redis.Hook) []redis.UniversalClient {
+	var clients []redis.UniversalClient
+	for j, n := range nodes {
+		cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		if j == i {
+			cl.AddHook(h)
+		}
+		clients = append(clients, cl)
+	}
+	return clients
 }
 
 // batchHook records, on one node's client, the commands sent per key

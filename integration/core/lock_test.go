@@ -851,27 +851,9 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	)
 	nodes := harness.Start(t, 5, harness.Config{})
 	frozen := nodes[4]
-	// Warm up with another Client: the release script is then cached on
-	// every node, so a release is one EVALSHA.
-	warm := client(t, nodes)
-	if l, err := warm.TryLock(context.Background(), "warm", 10*time.Second); err != nil {
-		t.Fatal(err)
-	} else if err := l.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	warm.Close() // its calls have all returned
-
+	warmScripts(t, nodes)
 	h := &probeHook{addr: frozen.Addr, sent: map[string][]string{}}
-	var clients []redis.UniversalClient
-	for i, n := range nodes {
-		// What NewFromURLs makes: deadlines reach the socket, no retries
-		// (so an acquisition is one SET NX).
-		cl := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-		if i == 4 {
-			cl.AddHook(h)
-		}
-		clients = append(clients, cl)
-	}
+	clients := hookedClients(nodes, 4, h)
 	// Without coalescing: a probe then occupies the caller until the hook
 	// lets it go, which is how the test holds it. (A coalescing node keeps
 	// one call or pipeline in flight by construction and its callers leave
