@@ -25,7 +25,8 @@ type result struct {
 	owner    string
 	out      quorum.Outcome
 	validity time.Duration
-	cause    error // ctx's error, ErrClosed, or nil (refused: may retry)
+	cause    error   // ctx's error, ErrClosed, or nil (refused: may retry)
+	ev       outcome // the acquisition's event, when it won
 }
 
 func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
@@ -45,26 +46,35 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if !c.enter() {
 		return nil, ErrClosed
 	}
-	defer c.exit()
 	r.begin = c.o.clock.Now()
+	ev := c.acquireEntered(ctx, r)
+	c.exit()
+	c.report(ctx, ev)
+	return ev.lock, ev.err
+}
+
+// acquireEntered is acquire once the call entered the Client: it returns
+// the acquisition's event (Lock or error), reported by acquire once the
+// call has left, so that an observer may call anything, Close included.
+func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
-		return nil, c.failed(ctx, r, 0, result{cause: err})
+		return c.failed(r, 0, result{cause: err})
 	}
-	if retry && len(keys) == 1 {
+	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r)
 	}
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
 		switch {
 		case err != nil:
-			return nil, err
+			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		case res.lock != nil:
-			return res.lock, nil
-		case !retry || n == c.o.maxAttempts || res.cause != nil:
-			return nil, c.failed(ctx, r, n, res)
+			return res.ev
+		case !r.retry || n == c.o.maxAttempts || res.cause != nil:
+			return c.failed(r, n, res)
 		}
 		if res.cause = c.sleep(ctx, c.backoff(n)); res.cause != nil {
-			return nil, c.failed(ctx, r, n, res)
+			return c.failed(r, n, res)
 		}
 	}
 }
@@ -77,7 +87,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 //
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
-func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
+func (c *Client) queued(ctx context.Context, r request) outcome {
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
@@ -87,11 +97,11 @@ func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
 		res, err = c.attemptN(ctx, r, n)
 		switch {
 		case err != nil:
-			return nil, err
+			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		case res.lock != nil:
-			return res.lock, nil
+			return res.ev
 		case n == c.o.maxAttempts || res.cause != nil:
-			return nil, c.failed(ctx, r, n, res)
+			return c.failed(r, n, res)
 		}
 		idle, d = 1, c.backoff(1)
 	}
@@ -101,25 +111,25 @@ func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
 		woken, err := t.Wait(ctx, d)
 		if v := t.Take(); v != nil {
 			t.LeaveHolding()
-			return c.taken(ctx, r, n, v.(*Lock)), nil
+			return c.taken(r, n, v.(*Lock))
 		}
 		if err != nil {
 			if errors.Is(err, handoff.ErrClosed) {
 				err = ErrClosed
 			}
 			res.cause = err
-			return nil, c.failed(ctx, r, n, res)
+			return c.failed(r, n, res)
 		}
 		n++
 		if res, err = c.attemptN(ctx, r, n); err != nil {
-			return nil, err
+			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		}
 		if res.lock != nil {
 			t.LeaveHolding()
-			return res.lock, nil
+			return res.ev
 		}
 		if n == c.o.maxAttempts || res.cause != nil {
-			return nil, c.failed(ctx, r, n, res)
+			return c.failed(r, n, res)
 		}
 		if idle++; woken {
 			idle = 1 // a release was seen: start the backoff over
@@ -128,8 +138,8 @@ func (c *Client) queued(ctx context.Context, r request) (*Lock, error) {
 	}
 }
 
-// attemptN makes attempt n of r: the Lock if it won (reported), else the
-// failed round, undone.
+// attemptN makes attempt n of r: the Lock if it won (with its event),
+// else the failed round, undone.
 func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
 	a, out, err := c.try(ctx, r.keys, r.ttl)
 	if err != nil {
@@ -145,8 +155,8 @@ func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error)
 	}
 	if res.out.Reached && res.cause == nil && res.validity > c.o.minValidity {
 		res.lock = c.newLock(r.keys, r.ttl, a, out, r.watchdog)
-		c.report(ctx, outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
-			left: res.lock.Remaining()})
+		res.ev = outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
+			left: res.lock.Remaining()}
 		return res, nil
 	}
 	if res.cause == nil {
@@ -156,9 +166,9 @@ func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error)
 	return res, nil
 }
 
-// failed reports and returns the error of a request that ends after n
-// attempts, the last of which was res.
-func (c *Client) failed(ctx context.Context, r request, n int, res result) error {
+// failed returns the event of a request that fails after n attempts, the
+// last of which was res.
+func (c *Client) failed(r request, n int, res result) outcome {
 	qe := &QuorumError{Op: "acquire", Keys: r.keys, Need: c.need, Got: res.out.Yes, Attempts: n,
 		Err: ErrNotObtained, Cause: res.cause}
 	if n > 0 {
@@ -167,6 +177,5 @@ func (c *Client) failed(ctx context.Context, r request, n int, res result) error
 			qe.Validity = res.validity
 		}
 	}
-	c.report(ctx, outcome{op: opAcquire, keys: r.keys, owner: res.owner, begin: r.begin, attempts: n, round: res.out, err: qe})
-	return qe
+	return outcome{op: opAcquire, keys: r.keys, owner: res.owner, begin: r.begin, attempts: n, round: res.out, err: qe}
 }

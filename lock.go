@@ -17,10 +17,35 @@ import (
 // safe to use: its accessors return zero values, Release and Extend an
 // error matching ErrNotHeld.
 //
-// A Lock ends once: released (Release), or lost (its validity ran out, or
-// a renewal or Extend found that a quorum no longer holds it). end is the
-// one place that ends it: it records the cause, closes Done, cancels
-// Context and stops the Lock's timers.
+// A Lock ends once: released (Release), handed to a waiter of this Client
+// (a new Lock then holds it), or lost (its validity ran out, or an
+// extension found that a quorum no longer holds it). Ending records the
+// cause, closes Done, cancels Context and stops the Lock's timers.
+//
+// # Its life, and the only code that changes it
+//
+// A Lock's state is written only in this file, under mu, by the
+// transitions below; the phase is stored, not inferred from other fields.
+//
+//	phase      event                         next phase
+//	held       an extension gets its turn    extending
+//	extending  the extension settles         held, or extending for the next one queued
+//	held       Release                       releasing
+//	extending  Release                       releasing once the extension settles (Release waits)
+//	releasing  handed to a local waiter      passed
+//	releasing  deleted on the nodes          ended (ErrReleased)
+//	held, extending, releasing  loss         ended (the cause; Release still cleans up)
+//
+// Extensions (Extend, watchdog renewals) run one at a time per Lock, in
+// call order. Before one is sent the deadline is pulled in to what it
+// would set, if that is earlier: its PEXPIRE may shorten the keys on some
+// nodes whatever the round's outcome. The deadline is moved later only
+// when the round reached the quorum. So the deadline the Lock keeps is
+// never later than what the last PEXPIRE left on a quorum. A lock is
+// handed on only when its last round confirmed the quorum and validity
+// is left to spare; otherwise it is deleted and the loss reported.
+// Observers are called after the transition, outside mu and outside the
+// extension's turn, so they may call anything on the Lock or Client.
 type Lock struct {
 	c        *Client
 	keys     []string
@@ -31,21 +56,36 @@ type Lock struct {
 	watchdog bool      // renewed in the background (see Watchdog)
 	passes   int       // times the hold was passed on inside this Client in a row (passOn)
 
-	mu       sync.Mutex
-	ttl      time.Duration
-	deadline time.Time      // end of validity on the client's monotonic clock
-	votes    []quorum.Vote  // of the acquisition or last extension; a copy (see setVotes)
-	votesA   [5]quorum.Vote // backing of votes up to 5 nodes
-	ended    error          // why the Lock ended: ErrReleased or a loss; nil while held
-	released bool           // Release was called
-	done     chan struct{}  // made on demand, closed by end
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	expiry   func() bool   // stops the timer that ends the Lock at its deadline; nil if none
-	renewal  func() bool   // stops the timer of a retried watchdog renewal; nil if none
-	renewing chan struct{} // closed when the renewal in flight returns; nil if none
-	renewAt  int           // 1 + index in the Client's renewal set (watchdog), 0 when not in it; guarded by c.renewer.mu
+	mu        sync.Mutex
+	phase     phase
+	ttl       time.Duration
+	deadline  time.Time      // end of validity on the client's monotonic clock
+	confirmed bool           // the last round (acquisition or extension) reached the quorum
+	votes     []quorum.Vote  // of the acquisition or last extension; a copy (see setVotes)
+	votesA    [5]quorum.Vote // backing of votes up to 5 nodes
+	ended     error          // why the Lock ended; nil until phase passed or ended
+	released  bool           // Release was called
+	done      chan struct{}  // made on demand, closed when the Lock ends
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	expiry    func() bool     // stops the timer that ends the Lock at its deadline; nil if none
+	expiryAt  time.Time       // what that timer was set for
+	retry     func() bool     // stops the timer of a retried watchdog renewal; nil if none
+	queue     []chan struct{} // extensions waiting for their turn, in call order
+	idle      chan struct{}   // made by Release while extending; closed when the extension settles
+	renewAt   int             // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 }
+
+// phase is where a Lock is in its life; see Lock.
+type phase uint8
+
+const (
+	held      phase = iota // held, no extension in flight
+	extending              // one extension in flight; others queue
+	releasing              // Release waits for the extension in flight, then hands on or deletes
+	passed                 // handed to a waiter of this Client: a successor Lock holds it
+	ended                  // released or lost
+)
 
 // ErrReleased is the cause of a Lock's end (context.Cause of its Context)
 // after Release.
@@ -53,7 +93,7 @@ var ErrReleased = errors.New("redlock: lock released")
 
 func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quorum.Outcome, watchdog bool) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: watchdog,
-		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))}
+		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)), confirmed: true}
 	l.setVotes(out.Votes)
 	if watchdog {
 		l.mu.Lock()
@@ -241,13 +281,17 @@ func (l *Lock) expired() error {
 }
 
 // armExpiry sets the timer that ends the Lock at its deadline, if it is
-// not set. l.mu must be held.
+// not set, or sets it again if the deadline was pulled in before it. l.mu
+// must be held.
 func (l *Lock) armExpiry() {
-	if l.ended != nil || l.expiry != nil {
+	if l.ended != nil || l.expiry != nil && !l.deadline.Before(l.expiryAt) {
 		return
 	}
-	d := l.deadline.Sub(l.c.o.clock.Now())
-	l.expiry = clock.AfterFunc(l.c.o.clock, d, l.onExpiry)
+	if l.expiry != nil {
+		l.expiry()
+	}
+	l.expiryAt = l.deadline
+	l.expiry = clock.AfterFunc(l.c.o.clock, l.deadline.Sub(l.c.o.clock.Now()), l.onExpiry)
 }
 
 // onExpiry runs at the deadline the timer was set for; an extension may
@@ -268,39 +312,55 @@ func (l *Lock) onExpiry() {
 	l.end(l.expired())
 }
 
-// end ends the Lock with cause, once: it records the cause, closes Done,
-// cancels Context and stops the timers. A loss is logged and observed
-// (Event "lost"). It reports whether this call ended the Lock.
+// end ends the Lock with a loss, once, and reports it (Event "lost"). It
+// reports whether this call ended the Lock. l.mu must not be held.
 func (l *Lock) end(cause error) bool {
 	l.mu.Lock()
-	ended := l.endLocked(cause)
+	now := l.endLocked(ended, cause)
 	l.mu.Unlock()
-	if ended && cause != ErrReleased {
-		l.c.report(context.Background(), outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause})
+	if now {
+		l.c.report(context.Background(), l.lostEvent(cause))
 	}
-	return ended
+	return now
 }
 
-// endLocked is end without the report. l.mu must be held.
-func (l *Lock) endLocked(cause error) bool {
+func (l *Lock) lostEvent(cause error) outcome {
+	return outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause}
+}
+
+// endLocked moves l to its last phase p (passed or ended) with cause,
+// once: it records the cause, closes Done, cancels Context, stops the
+// timers, leaves the renewal set and fails the extensions still queued.
+// l.mu must be held. It reports whether this call ended the Lock.
+func (l *Lock) endLocked(p phase, cause error) bool {
 	if l.ended != nil {
 		return false
 	}
-	l.ended = cause
+	l.phase, l.ended = p, cause
 	if l.done != nil {
 		close(l.done)
 	}
 	if l.cancel != nil {
 		l.cancel(cause)
 	}
-	for _, stop := range []func() bool{l.expiry, l.renewal} {
+	for _, stop := range []func() bool{l.expiry, l.retry} {
 		if stop != nil {
 			stop()
 		}
 	}
-	l.expiry, l.renewal = nil, nil
+	l.expiry, l.retry = nil, nil
 	l.c.renewer.remove(l)
+	l.wakeQueue()
 	return true
+}
+
+// wakeQueue wakes every extension waiting for its turn; they find the
+// Lock releasing or ended and send nothing. l.mu must be held.
+func (l *Lock) wakeQueue() {
+	for _, w := range l.queue {
+		close(w)
+	}
+	l.queue = nil
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -308,13 +368,19 @@ func (l *Lock) endLocked(cause error) bool {
 // current validity; the new deadline counts from the start of the
 // extension. It never re-creates an expired key.
 //
+// Extensions of one Lock run one at a time, in call order: a call made
+// while another Extend or a watchdog renewal is in flight waits for it
+// (or for ctx). While the extension is in flight, Deadline is already
+// the earlier of the current deadline and the one it would set: nodes
+// that apply it hold the lock no longer than that.
+//
 // On failure the lock's deadline is never moved later. The error matches
 // ErrLockLost when the validity had run out or a quorum no longer holds the
 // lock (the Lock then ends: see Done), ErrNotExtended when nodes failed or
 // timed out (the lock stays valid until Deadline) or it would pass
 // WithMaxHold (also ErrMaxHold), ErrNotHeld after Release or a loss, and
 // ctx's error if ctx ended the call; a ctx that is already done sends
-// nothing. It may be called while a watchdog renews the same Lock.
+// nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return fmt.Errorf("%w: extend: nil lock", ErrNotHeld)
@@ -325,51 +391,173 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := l.c.checkTTL(ttl); err != nil {
 		return err
 	}
-	return l.extend(ctx, ttl, opExtend)
-}
-
-// extend is Extend for a checked ttl; o is opExtend or opRenew.
-func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
 	c := l.c
 	if !c.enter() {
 		return ErrClosed
 	}
-	defer c.exit()
 	begin := c.o.clock.Now()
-	if err := l.extendable(ctx, begin, ttl, o, nil); err != nil {
-		return err
+	start, evs, err := l.beginExtend(ctx, begin, ttl)
+	if err == nil {
+		cmd := node.Extend(l.keys, l.owner, ttl)
+		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+			return c.nodes[i].Do(ctx, cmd)
+		}).Wait(ctx)
+		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
 	}
-	cmd := node.Extend(l.keys, l.owner, ttl)
-	start := c.o.clock.Now()
-	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
-		return c.nodes[i].Do(ctx, cmd)
-	}).Wait(ctx)
-	return l.settle(ctx, o, begin, start, ttl, out)
+	c.exit()
+	for _, e := range evs {
+		c.report(ctx, e)
+	}
+	return err
+}
+
+// beginExtend waits for the turn of an Extend by ttl that began at begin,
+// in call order, and starts it (see startLocked), returning the time its
+// round may start. Otherwise it returns the events to report and why not.
+func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Duration) (time.Time, []outcome, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	mine := false
+	switch l.phase {
+	case held:
+		l.phase, mine = extending, true
+	case extending:
+		w := make(chan struct{})
+		l.queue = append(l.queue, w)
+		l.mu.Unlock()
+		select {
+		case <-w: // our turn, or the Lock is releasing or ended
+		case <-ctx.Done():
+		}
+		l.mu.Lock()
+		mine = !l.leaveQueue(w) && l.phase == extending
+	}
+	return l.startLocked(ctx, begin, l.c.o.clock.Now(), ttl, opExtend, mine)
+}
+
+// beginRenewal starts the watchdog renewal of l by ttl at start, if l is
+// held with no extension in flight and no retry of its own pending (else
+// it is skipped: ok false, nothing to report).
+func (l *Lock) beginRenewal(ctx context.Context, start time.Time, ttl time.Duration) (ok bool, evs []outcome) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.phase == extending && l.retry == nil {
+		l.retry = clock.AfterFunc(l.c.o.clock, l.retryIn(), l.onRetry) // an Extend is in flight: try again soon
+	}
+	if l.phase != held || l.retry != nil {
+		return false, nil
+	}
+	l.phase = extending
+	_, evs, err := l.startLocked(ctx, start, start, ttl, opRenew, true)
+	return err == nil, evs
+}
+
+// startLocked starts an extension of l by ttl whose round starts at
+// start, if mine (it has the turn) and l may be extended: it pulls the
+// deadline in to start + ttl - drift if that is earlier. Otherwise it ends
+// the turn and returns why not, with the events to report. l.mu must be
+// held.
+func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time.Duration, o op, mine bool) (time.Time, []outcome, error) {
+	c := l.c
+	var err error
+	expired := false
+	switch {
+	case l.ended != nil || l.phase == releasing:
+		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
+	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
+		err = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
+	case l.remaining() <= 0:
+		err, expired = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
+	case c.o.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(c.o.maxHold)):
+		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, c.o.maxHold)
+		if o == opRenew {
+			c.renewer.remove(l)
+		}
+	}
+	if err == nil {
+		if d := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)); d.Before(l.deadline) {
+			l.deadline = d
+			l.armExpiryIfSet()
+		}
+		return start, nil, nil
+	}
+	if mine {
+		l.passTurn()
+	}
+	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err, left: l.remaining()}}
+	if expired {
+		cause := l.expired()
+		if l.endLocked(ended, cause) {
+			evs = append(evs, l.lostEvent(cause))
+		}
+	}
+	return time.Time{}, evs, err
+}
+
+// leaveQueue takes w out of the queue if it is still there (ctx ended
+// the wait) and reports whether it was; otherwise w was closed: the turn
+// was handed to it, or the Lock is releasing or ended. l.mu must be held.
+func (l *Lock) leaveQueue(w chan struct{}) bool {
+	for i, q := range l.queue {
+		if q == w {
+			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// armExpiryIfSet sets the expiry timer again after the deadline was
+// pulled in, if a timer is in use. l.mu must be held.
+func (l *Lock) armExpiryIfSet() {
+	if l.expiry != nil {
+		l.armExpiry()
+	}
+}
+
+// passTurn ends the extension in flight: the next one queued gets the
+// turn (the phase stays extending), or l is held again; a Release waiting
+// for it goes on. l.mu must be held.
+func (l *Lock) passTurn() {
+	if l.phase == extending && len(l.queue) > 0 {
+		w := l.queue[0]
+		l.queue = l.queue[1:]
+		close(w)
+		return
+	}
+	if l.phase == extending {
+		l.phase = held
+	}
+	if l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
 }
 
 // settle applies the outcome of an extension or renewal round that
-// started at start: on a quorum within the current validity the deadline
-// moves to start + ttl - drift; otherwise it never moves later, and the
-// Lock ends if too few nodes may still hold it. It reports the operation
-// and returns its error.
-func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl time.Duration, out quorum.Outcome) error {
+// started at start, and ends its turn: on a quorum within the current
+// validity the deadline moves to start + ttl - drift; otherwise it stays
+// where startLocked left it, and the Lock ends if too few nodes may still
+// hold it. A renewal that failed because nodes failed is retried soon. It
+// returns the events to report, once the caller has let go of every lock
+// and turn, and the extension's error.
+func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl time.Duration, out quorum.Outcome) ([]outcome, error) {
 	c := l.c
 	now := c.o.clock.Now()
 	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	defer l.passTurn()
 	if out.Reached && out.Err == nil && l.ended == nil && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
-		l.deadline, l.ttl = newDeadline, ttl
+		l.deadline, l.ttl, l.confirmed = newDeadline, ttl, true
 		l.setVotes(out.Votes)
-		left := l.remaining()
-		l.mu.Unlock()
-		c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: left})
-		return nil
+		l.armExpiryIfSet()
+		if o == opExtend && l.watchdog {
+			l.renewBefore()
+		}
+		return []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: l.remaining()}}, nil
 	}
-	// Some nodes may have taken a shorter TTL: never move the deadline
-	// later, and pull it in if this extension could have shortened it.
-	if newDeadline.Before(l.deadline) {
-		l.deadline = newDeadline
-	}
+	l.confirmed = false
 	qe := &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 		Nodes: c.results(out), Err: ErrNotExtended, Cause: out.Err}
 	lost := false
@@ -381,133 +569,110 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 	if qe.Cause == nil {
 		qe.Cause = ctx.Err()
 	}
-	left := l.remaining()
-	l.mu.Unlock()
-	if lost {
-		l.end(qe)
+	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: qe, left: l.remaining()}}
+	if lost && l.endLocked(ended, qe) {
+		evs = append(evs, l.lostEvent(qe))
 	}
-	c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: qe, left: left})
-	return qe
+	if o == opRenew && qe.Err == ErrNotExtended && l.ended == nil && l.phase != releasing {
+		l.retry = clock.AfterFunc(c.o.clock, l.retryIn(), l.onRetry)
+	}
+	return evs, qe
 }
 
-// extendable checks, before any traffic, that the Lock may be extended by
-// ttl from begin; otherwise it reports and returns why not. With renewing
-// (a watchdog renewal), a Lock that ended, is being renewed or waits for a
-// retry is skipped without a report; one that reached the max hold leaves
-// the renewal set; one that may be renewed is marked as renewing, in the
-// same critical section, so that Release waits for the renewal.
-func (l *Lock) extendable(ctx context.Context, begin time.Time, ttl time.Duration, o op, renewing chan struct{}) error {
-	c := l.c
+// onRetry is the timer of a Lock's retried renewal: it queues the Lock
+// for the next batch.
+func (l *Lock) onRetry() {
 	l.mu.Lock()
-	var err error
-	expired := false
-	switch {
-	case renewing != nil && (l.ended != nil || l.renewing != nil || l.renewal != nil):
-		l.mu.Unlock()
-		return ErrNotHeld
-	case l.ended != nil:
-		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
-	case l.remaining() <= 0:
-		err, expired = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
-	case c.o.maxHold > 0 && begin.Add(ttl).After(l.acquired.Add(c.o.maxHold)):
-		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, c.o.maxHold)
-	case ctx.Err() != nil: // a call that is already over sends nothing
-		err = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
-	}
-	left := l.remaining()
-	switch {
-	case renewing != nil && err == nil:
-		l.renewing = renewing
-	case renewing != nil && isMaxHold(err):
-		c.renewer.remove(l)
-	}
+	l.retry = nil // due again; see beginRenewal
 	l.mu.Unlock()
-	if err == nil {
-		return nil
-	}
-	if expired {
-		l.end(l.expired())
-	}
-	c.report(ctx, outcome{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err, left: left})
-	return err
+	l.c.renewer.due(l)
 }
 
-// Release deletes the lock on every node where it still holds our owner
-// value; keys now held by someone else are left untouched, and a lock
-// that was lost or ran past its deadline is cleaned up the same way. It
-// ends the Lock first (Done is closed, a watchdog stops, and a renewal in flight is
-// waited for, so no renewal reaches a node after the release). It sends
-// only to nodes that may hold the lock (not to those that refused the
-// acquisition), to each after it answered the acquisition's command. It
-// returns nil once a quorum confirmed the delete. Otherwise the error
-// matches ErrNotHeld (the lock had expired or was taken over, nodes
-// failed, it was released already, or the Client was closed: then also
-// ErrClosed) with every node's answer; keys left on unreachable nodes
-// expire with their TTL. Release runs even if ctx is already done,
-// bounded by the node timeout.
-func (l *Lock) Release(ctx context.Context) error {
-	if l == nil {
-		return fmt.Errorf("%w: release: nil lock", ErrNotHeld)
+// retryIn is the wait before a failed renewal is tried again: a tenth of
+// the interval, but within a quarter of the validity left, so that several
+// tries fit before the deadline. l.mu must be held.
+func (l *Lock) retryIn() time.Duration {
+	d := l.c.o.renewEvery / 10
+	if q := l.remaining() / 4; q < d {
+		d = q
 	}
-	c := l.c
-	if ctx == nil {
-		return invalid("nil context")
+	if d < time.Millisecond {
+		d = time.Millisecond
 	}
-	if !c.enter() {
-		return fmt.Errorf("%w: release %q: %w: the lock stays until its TTL", ErrNotHeld, l.keys, ErrClosed)
-	}
-	defer c.exit()
-	begin := c.o.clock.Now()
+	return d
+}
+
+// beginRelease moves l to releasing, first waiting for the extension in
+// flight to settle (bounded by its node deadline), and ends it. It
+// returns the validity left and the TTL when Release was called, whether
+// Release was called before, the loss that ended l (nil if none), and,
+// with handOn, a successor to hand to a local waiter: only if the last
+// round confirmed the quorum and validity is left to spare.
+func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, lost error, next *Lock) {
 	l.mu.Lock()
-	left, ttl, renewing, again := l.remaining(), l.ttl, l.renewing, l.released
+	defer l.mu.Unlock()
+	left, ttl, again = l.remaining(), l.ttl, l.released
 	l.released = true
-	held := l.endLocked(ErrReleased) // no renewal starts after this; a lost Lock stays lost, and what is left of it is deleted all the same
-	l.mu.Unlock()
 	if again {
-		err := fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
-		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err})
-		return err
+		return left, ttl, true, nil, nil
 	}
-	if renewing != nil {
-		<-renewing // bounded by the node timeout
+	if l.phase == extending {
+		idle := make(chan struct{})
+		l.idle, l.phase = idle, releasing // no extension starts after this
+		l.wakeQueue()
+		l.mu.Unlock()
+		<-idle
+		l.mu.Lock()
 	}
-	if held && left > 0 && l.passOn() {
-		c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left, passed: true})
-		return nil
+	if l.ended != nil {
+		return left, ttl, false, l.ended, nil
 	}
-	q := c.rel.next()
-	for i := range c.nodes { // before Release can return: see releases
-		c.rel.add(i, l.keys, q)
+	l.phase = releasing
+	if handOn && l.confirmed && l.remaining() > l.c.o.minValidity {
+		next = l.successor()
 	}
-	announce := node.Release(l.keys, l.owner, true) // wakes the waiters (package handoff)
-	var plain *node.Cmd                             // for nodes that do not announce (cluster)
-	for _, n := range c.nodes {
-		if !n.Announces() {
-			plain = node.Release(l.keys, l.owner, false)
-			break
-		}
+	l.endLocked(ended, ErrReleased)
+	return left, ttl, false, nil, next
+}
+
+// successor is a fresh Lock for the same hold, for a local waiter. l.mu
+// must be held.
+func (l *Lock) successor() *Lock {
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
+		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true}
+	n.setVotes(l.votes)
+	return n
+}
+
+// markPassed records that l's hold went to its successor.
+func (l *Lock) markPassed() {
+	l.mu.Lock()
+	l.phase = passed
+	l.mu.Unlock()
+}
+
+// startPassed starts the life of a successor taken by a waiter: its
+// expiry timer and, for a watchdog lock, its renewals, the first one at
+// the cadence of the last renewal. It returns the validity left.
+func (l *Lock) startPassed() time.Duration {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.watchdog {
+		l.armExpiry()
+		l.c.renewer.add(l.c, l)
+		l.renewBefore()
 	}
-	// The node calls do not end with ctx (roundWithin), nor does the wait.
-	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
-		if !l.won.mayHold(c, i) {
-			c.rel.done(i, l.keys, q)
-			return false, errNotSent // nothing of ours was written there
-		}
-		if c.nodes[i].Announces() {
-			return c.release(ctx, i, l.keys, q, announce)
-		}
-		return c.release(ctx, i, l.keys, q, plain)
-	}).Wait(context.Background())
-	var err error
-	if !out.Reached {
-		err = &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
-			Nodes: c.results(out), Err: ErrNotHeld}
+	return l.remaining()
+}
+
+// renewBefore schedules the next renewal of a watchdog lock earlier than
+// the next tick if its deadline needs it: as if its last renewal had been
+// a lease, one interval after it. l.mu must be held.
+func (l *Lock) renewBefore() {
+	c := l.c
+	validity := c.o.lease - DriftBudget(c.o.lease, c.o.driftFactor)
+	next := l.deadline.Add(-(validity - c.o.renewEvery)).Sub(c.o.clock.Now())
+	if l.retry == nil && c.o.renewEvery-c.renewer.sinceTick(c) > next {
+		l.retry = clock.AfterFunc(c.o.clock, max(next, 0), l.onRetry) // the next tick would come later
 	}
-	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
-		// Wake this Client's next waiter now; after the last pass allowed
-		// in a row it waits for the nodes' notification like everyone else.
-		c.hub.ReleasedOwner(l.keys[0], l.owner)
-	}
-	c.report(ctx, outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: err, left: left})
-	return err
 }

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redlock-go/redlock/quorum"
@@ -87,6 +88,48 @@ type outcome struct {
 	err      error
 	left     time.Duration
 	passed   bool
+}
+
+// reportLater reports evs in order on a goroutine of their own, one at a
+// time per Client (events); background work (renewals) uses it, so that an
+// observer neither holds it up nor waits on it.
+func (c *Client) reportLater(evs []outcome) {
+	if len(evs) == 0 {
+		return
+	}
+	e := &c.events
+	e.mu.Lock()
+	e.queue = append(e.queue, evs...)
+	if e.running {
+		e.mu.Unlock()
+		return
+	}
+	e.running = true
+	e.mu.Unlock()
+	go func() {
+		for {
+			e.mu.Lock()
+			batch := e.queue
+			e.queue = nil
+			if len(batch) == 0 {
+				e.running = false
+				e.mu.Unlock()
+				return
+			}
+			e.mu.Unlock()
+			for _, o := range batch {
+				c.report(context.Background(), o)
+			}
+		}
+	}()
+}
+
+// events is the queue of reportLater. Close does not wait for it: an
+// observer may call Close.
+type events struct {
+	mu      sync.Mutex
+	queue   []outcome
+	running bool
 }
 
 // report logs o and hands it to the observers, on the caller's goroutine.

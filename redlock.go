@@ -87,6 +87,7 @@ type Client struct {
 	prefix  string       // id + ":"
 	rel     releases     // release calls in flight, which acquisitions of the same key wait for
 	renewer renewer      // watchdog renewals due, sent in batches
+	events  events       // events of background work, reported in order (reportLater)
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
 	// countsFn is quorum.Config.Counts over gates; nil when there are none.

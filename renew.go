@@ -57,7 +57,7 @@ type renewer struct {
 	mu      sync.Mutex
 	locks   []*Lock     // the set; a Lock's renewAt is 1 + its index here
 	tick    func() bool // stops the tick timer; nil when it is not armed
-	due     []*Lock     // the next batch
+	next    []*Lock     // the next batch
 	sending bool        // a goroutine is sending batches
 	stopped bool        // Close: no more ticks
 }
@@ -109,7 +109,7 @@ func (r *renewer) onTick(c *Client) {
 		r.mu.Unlock()
 		return
 	}
-	r.due = append(r.due, r.locks...)
+	r.next = append(r.next, r.locks...)
 	if len(r.locks) > 0 {
 		r.arm(c)
 	}
@@ -136,9 +136,9 @@ func (r *renewer) send(c *Client) {
 		return
 	}
 	r.sending = true
-	for len(r.due) > 0 {
-		batch := r.due
-		r.due = nil
+	for len(r.next) > 0 {
+		batch := r.next
+		r.next = nil
 		r.mu.Unlock()
 		c.renewBatch(batch)
 		r.mu.Lock()
@@ -147,78 +147,46 @@ func (r *renewer) send(c *Client) {
 	r.mu.Unlock()
 }
 
-// scheduleRetry sets the timer that retries a failed renewal d from now.
-// l.mu must be held.
-func (l *Lock) scheduleRetry(d time.Duration) {
-	if l.ended != nil {
-		return
-	}
-	l.renewal = clock.AfterFunc(l.c.o.clock, d, l.retry)
-}
-
-// retry is the timer of a Lock's retried renewal: it queues the Lock for
-// the next batch.
-func (l *Lock) retry() {
-	l.mu.Lock()
-	l.renewal = nil // this lock is due again; see extendable
-	l.mu.Unlock()
-	r := &l.c.renewer
+// due queues l for the next batch (a retried renewal) and sends.
+func (r *renewer) due(l *Lock) {
 	r.mu.Lock()
-	r.due = append(r.due, l)
+	r.next = append(r.next, l)
 	r.send(l.c)
 }
 
-// renewBatch renews the locks of batch that may still be renewed (see
-// extendable) by the Extend rules, each settled on its own quorum. A lock
-// whose renewal failed because nodes failed is retried soon, within the
-// validity left (retryIn); one whose next lease would pass the max hold
-// leaves the renewal set (it ends at its deadline with a cause matching
-// ErrMaxHold); a lost one has ended.
+// renewBatch renews the locks of batch that may be renewed now (see
+// beginRenewal) by the Extend rules, each settled on its own quorum (see
+// settle: a renewal that failed because nodes failed is retried soon; one
+// whose next lease would pass the max hold leaves the renewal set; a lost
+// lock has ended). Its events are reported on another goroutine, after
+// every turn is over, so that an observer can neither hold up the next
+// batch nor wait on a turn of its own batch.
 func (c *Client) renewBatch(batch []*Lock) {
 	if !c.enter() {
 		return // closed: the locks end at their deadlines
 	}
-	defer c.exit()
 	ctx, ttl := context.Background(), c.o.lease
-	begin := c.o.clock.Now()
-	renewing := make(chan struct{}) // Release of one of these waits for it
-	defer close(renewing)
+	start := c.o.clock.Now()
+	var evs []outcome
 	ls := batch[:0]
 	for _, l := range batch {
-		if l.extendable(ctx, begin, ttl, opRenew, renewing) == nil {
+		ok, e := l.beginRenewal(ctx, start, ttl)
+		evs = append(evs, e...)
+		if ok {
 			ls = append(ls, l)
 		}
 	}
-	if len(ls) == 0 {
-		return
-	}
-	rs := make([]node.Renewal, len(ls))
-	for j, l := range ls {
-		rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
-	}
-	start := c.o.clock.Now()
-	outs := c.renewRound(rs, ttl)
-	for j, l := range ls {
-		err := l.settle(ctx, opRenew, begin, start, ttl, outs[j])
-		l.mu.Lock()
-		l.renewing = nil
-		if err != nil && errors.Is(err, ErrNotExtended) && !isMaxHold(err) {
-			l.scheduleRetry(l.retryIn())
+	if len(ls) > 0 {
+		rs := make([]node.Renewal, len(ls))
+		for j, l := range ls {
+			rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
 		}
-		l.mu.Unlock()
+		outs := c.renewRound(rs, ttl)
+		for j, l := range ls {
+			e, _ := l.settle(ctx, opRenew, start, start, ttl, outs[j])
+			evs = append(evs, e...)
+		}
 	}
-}
-
-// retryIn is the wait before a failed renewal is tried again: a tenth of
-// the interval, but within a quarter of the validity left, so that several
-// tries fit before the deadline. l.mu must be held.
-func (l *Lock) retryIn() time.Duration {
-	d := l.c.o.renewEvery / 10
-	if q := l.remaining() / 4; q < d {
-		d = q
-	}
-	if d < time.Millisecond {
-		d = time.Millisecond
-	}
-	return d
+	c.exit()
+	c.reportLater(evs)
 }
