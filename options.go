@@ -163,9 +163,14 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithObserver calls fn after every Lock, TryLock, LockKeys, TryLockKeys,
 // Extend and Release that got past input validation, on the caller's
-// goroutine; fn must be fast and safe for concurrent use. It is the hook for
-// metrics (see the redlockotel module). Each WithObserver adds one observer;
-// they run in the order given.
+// goroutine, once the call has let go of every lock of the Lock and the
+// Client; and after every watchdog renewal and every loss it found, in
+// order, on a goroutine of the Client's (a loss found by the deadline
+// timer or by Err is reported on that goroutine). fn may call anything on
+// the Lock or the Client (Release on a "lost" event, Close); it must be
+// safe for concurrent use, and a slow fn delays later events but no
+// renewal. It is the hook for metrics (see the redlockotel module). Each
+// WithObserver adds one observer; they run in the order given.
 func WithObserver(fn func(Event)) Option {
 	return func(o *options) { o.observers = append(o.observers, fn) }
 }
