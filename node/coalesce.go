@@ -249,23 +249,39 @@ func (n *Node) send(b []*pending) {
 	if len(b) == 1 {
 		_ = n.client.Process(ctx, b[0].cmd)
 	} else {
-		// go-redis takes the first command's error as the pipeline's and
-		// then sets it on every command that succeeded (setCmdsErr): a
-		// NOSCRIPT or other error reply of the first command would turn
-		// the others' yes into that error, which says not run. A PING
-		// first keeps each command's own reply.
 		p := n.client.Pipeline()
-		_ = p.Process(ctx, redis.NewStatusCmd(ctx, "ping"))
 		for _, q := range b {
 			_ = p.Process(ctx, q.cmd)
 		}
 		_, _ = p.Exec(ctx)
+		ownReplies(b)
 	}
 	for _, p := range b {
 		if p.late {
 			n.retryLate(p)
 		}
 		close(p.done)
+	}
+}
+
+// ownReplies gives every command of pipeline b its own reply back. go-redis
+// v9 takes the first command's error as the pipeline's and, when it is an
+// error reply (NOSCRIPT, NOPERM, or redis.Nil: SET NX refused), sets it on
+// every command that succeeded (setCmdsErr), whose replies it leaves in
+// place: granted locks would read as refused or failed. A command that
+// carries the first's error reply together with a reply of its own (an
+// error reply has none) got it copied, and succeeded. A connection error is
+// not a reply: it stays on every command it reached.
+func ownReplies(b []*pending) {
+	first := b[0].cmd.Err()
+	var re redis.Error
+	if !errors.As(first, &re) {
+		return
+	}
+	for _, p := range b[1:] {
+		if p.cmd.Err() == first && p.cmd.Val() != nil {
+			p.cmd.SetErr(nil)
+		}
 	}
 }
 

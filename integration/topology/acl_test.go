@@ -3,7 +3,9 @@ package topology
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -204,4 +206,123 @@ func TestACLEveryCommandIsNeeded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// With only aclLine's permissions, a coalescing Client (the default) under
+// load works as it does one call at a time: 16 goroutines each try and
+// release 30 locks on keys they share (so some tries find the key held)
+// on one Client. Every failed try is ErrNotObtained with each node saying
+// no (or not yet answered): no node error at all, in particular no
+// NOPERM. A command the user may not run in a node's pipeline would fail
+// there, and a pipeline that reported one command's error for all of them
+// would turn granted locks into errors (and leave their keys behind).
+// Once every lock is released and the Client closed, no key is left.
+func TestACLUserCoalescedBurst(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	admins := make([]redis.UniversalClient, len(nodes))
+	lockers := make([]redis.UniversalClient, len(nodes)) // go-redis defaults: MaxRetries 3
+	for i, n := range nodes {
+		setUser(t, n.Addr, aclLine)
+		admins[i] = n.Client()
+		lockers[i] = redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
+		closeAll(t, admins[i], lockers[i])
+	}
+	t.Run("no retries", func(t *testing.T) {
+		c, err := redlock.NewFromURLs(lockerURLs(nodes), redlock.WithNodeTimeout(nodeTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		burst(t, c, "lock:burst-a-", admins)
+	})
+	t.Run("retries", func(t *testing.T) {
+		c, err := redlock.New(lockers, redlock.WithNodeTimeout(nodeTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		burst(t, c, "lock:burst-b-", admins)
+	})
+}
+
+// burst runs 16 goroutines x 30 TryLock and Release on c (keys prefix+j,
+// shared by the goroutines), closes c, checks every failure and that no
+// key with prefix is left on admins' nodes.
+func burst(t *testing.T, c *redlock.Client, prefix string, admins []redis.UniversalClient) {
+	const goroutines, rounds = 16, 30
+	var mu sync.Mutex
+	var ok, held int
+	var bad []error
+	var wg sync.WaitGroup
+	ctx := context.Background()
+	for g := 0; g < goroutines; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < rounds; j++ {
+				l, err := c.TryLock(ctx, fmt.Sprintf("%s%d", prefix, j), ttl)
+				if err == nil {
+					err = l.Release(ctx)
+				}
+				mu.Lock()
+				switch {
+				case l != nil && err == nil:
+					ok++
+				case l == nil && onlyHeld(err):
+					held++
+				default:
+					bad = append(bad, err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	_ = c.Close()
+	left := leftKeys(t, prefix, admins)
+	t.Logf("%d obtained and released, %d refused (key held), %d other errors, %d keys left",
+		ok, held, len(bad), left)
+	for i, err := range bad {
+		if i == 5 {
+			t.Errorf("... and %d more", len(bad)-i)
+			break
+		}
+		t.Errorf("TryLock or Release: %v", err)
+	}
+	if left != 0 {
+		t.Errorf("%d keys %s* left on the nodes after every lock was released", left, prefix)
+	}
+	if ok == 0 {
+		t.Error("no lock obtained")
+	}
+}
+
+// onlyHeld reports whether err is a refused acquisition where every node
+// that answered said no without an error.
+func onlyHeld(err error) bool {
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) || qe.Cause != nil {
+		return false
+	}
+	for _, r := range qe.Nodes {
+		if r.Err != nil && !errors.Is(r.Err, redlock.ErrPending) && !errors.Is(r.Err, redlock.ErrNodeSkipped) {
+			return false
+		}
+	}
+	return true
+}
+
+// leftKeys counts the keys with prefix on admins' nodes (SCAN).
+func leftKeys(t *testing.T, prefix string, admins []redis.UniversalClient) int {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	for i, a := range admins {
+		it := a.Scan(ctx, 0, prefix+"*", 100).Iterator()
+		for it.Next(ctx) {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatalf("node %d: SCAN: %v", i, err)
+		}
+	}
+	return n
 }
