@@ -340,8 +340,12 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
 		return err
 	}
 	cmd := node.Extend(l.keys, l.owner, ttl)
+	c.noteTTL(ttl) // a longer TTL than the acquisition's is published first
 	start := c.o.clock.Now()
 	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+		if err := c.publish(ctx, i); err != nil {
+			return false, err
+		}
 		return c.nodes[i].Do(ctx, cmd)
 	}).Wait(ctx)
 	return l.settle(ctx, o, begin, start, ttl, out)
