@@ -227,3 +227,42 @@ func otherClientsTTL(t *testing.T, opts ...redlock.Option) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestQuarantineRegisterRefusedByACL: a user whose ACL does not reach the
+// TTL register (keys q:* only) still locks and extends; the raise's
+// NOPERM leaves the window to the deployment setting.
+func TestQuarantineRegisterRefusedByACL(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	ctx := context.Background()
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		admin := n.Client()
+		err := admin.Do(ctx, "acl", "setuser", "locker", "on", ">pw", "resetkeys", "~q:*", "-@all",
+			"+set", "+get", "+del", "+pexpire", "+eval", "+evalsha", "+info", "+config|get").Err()
+		admin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = "redis://locker:pw@" + n.Addr
+	}
+	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(ctx, "q:acl", time.Second)
+	if err != nil {
+		t.Fatalf("register refused by the ACL: %v", err)
+	}
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Extend with a longer TTL, register refused: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := nodes[0].Client()
+	defer admin.Close()
+	if n, err := admin.Exists(ctx, "redlock:max-ttl").Result(); err != nil || n != 0 {
+		t.Fatalf("register written despite the ACL: %d %v", n, err)
+	}
+}
