@@ -317,6 +317,8 @@ func (c *Client) identify(ctx context.Context, i int) {
 	if v.changed { // a new process: it has none of the registers raised before
 		c.ids.pub[i].Store(0)
 	}
+	for cur := c.ids.pub[i].Load(); int64(id.MaxTTL) > cur && !c.ids.pub[i].CompareAndSwap(cur, int64(id.MaxTTL)); cur = c.ids.pub[i].Load() {
+	}
 	if v.suspect {
 		if u := c.q.resolve(i, c.readMaxTTL(ctx, i)); !u.IsZero() {
 			v.until = u
