@@ -60,6 +60,9 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 		if err := c.identifyFirst(ctx, i); err != nil {
 			return 0, false, err
 		}
+		if err := c.publish(ctx, i); err != nil {
+			return 0, false, err
+		}
 		g, use := c.gen(i), cmd
 		if c.nodes[i].Retries() {
 			use = again

@@ -399,7 +399,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start, evs, err := l.beginExtend(ctx, begin, ttl)
 	if err == nil {
 		cmd := node.Extend(l.keys, l.owner, ttl)
+		c.noteTTL(ttl) // a longer TTL than the acquisition's is published first
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+			if err := c.publish(ctx, i); err != nil {
+				return false, err
+			}
 			return c.nodes[i].Do(ctx, cmd)
 		}).Wait(ctx)
 		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)

@@ -64,8 +64,8 @@ type options struct {
 	clock        clock.Clock
 	observers    []func(Event)
 	nodeObs      []func(NodeEvent)
-	qWindow      time.Duration // WithRestartQuarantine; qSet false: the longest TTL
-	qSet, qFresh bool
+	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
+	qFresh       bool
 	fencing      bool
 	driftEvery   time.Duration // WithDriftMonitor
 	driftOn      bool
@@ -80,6 +80,7 @@ func defaults() options {
 		retryMin:     DefaultRetryMin,
 		retryMax:     DefaultRetryMax,
 		lease:        DefaultLease,
+		qWindow:      DefaultQuarantineWindow,
 		localHandoff: DefaultLocalHandoff,
 		renewEvery:   DefaultLease / 3,
 		clock:        clock.Real(),

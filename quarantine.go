@@ -55,76 +55,115 @@ func (e *SameServerError) Error() string {
 func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
 
 // quarantine is the gate that discounts nodes that restarted less than the
-// window ago (without appendfsync always), and second addresses of one
-// server. It is safe for concurrent use.
+// window ago (unless this Client saw both processes durable), and second
+// addresses of one server. It is safe for concurrent use.
 type quarantine struct {
-	clock  clock.Clock
-	addrs  []string
-	window func() time.Duration // the longest TTL used so far, or a fixed window
-	fresh  bool                 // strict mode: also quarantine nodes first met young
-	mu     sync.Mutex
-	ids    []node.Identity // last identity learned per node; RunID "" = never
-	until  []time.Time     // end of each node's quarantine; zero = none
-	reason []string
-	stats  QuarantineStats // counters (Now unset)
-	onEnd  func(i int)     // called when a node's quarantine is found over; may be nil
+	clock   clock.Clock
+	addrs   []string
+	window  func() time.Duration // the deployment setting or this Client's longest TTL, whichever is longer
+	created time.Time            // the Client's creation: a node started later is a process it never saw
+	fresh   bool                 // strict mode: also quarantine nodes first met young
+	mu      sync.Mutex
+	ids     []node.Identity // last identity learned per node; RunID "" = never
+	until   []time.Time     // end of each node's quarantine; zero = none
+	base    []time.Time     // when the suspect process started (the quarantine counts from here)
+	pending []bool          // suspect, the nodes' TTL registers not read yet: discounted meanwhile
+	reason  []string
+	stats   QuarantineStats // counters (Now unset)
+	onEnd   func(i int)     // called when a node's quarantine is found over; may be nil
 }
 
 // QuarantineStats is what the restart quarantine has seen (see
 // WithRestartQuarantine, Client.QuarantineStats).
 type QuarantineStats struct {
-	Started uint64 // quarantines begun: restarts, fail-overs, fresh nodes in strict mode
+	Started uint64 // quarantines begun: restarts, fail-overs, nodes started after the Client, fresh nodes in strict mode
 	Aliases uint64 // nodes found to be a server that an earlier node already is (same run_id)
 	Now     int    // nodes quarantined now
 }
 
 func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
 	n := len(addrs)
-	return &quarantine{clock: c, addrs: addrs, window: window, fresh: fresh,
-		ids: make([]node.Identity, n), until: make([]time.Time, n), reason: make([]string, n)}
+	return &quarantine{clock: c, addrs: addrs, window: window, created: c.Now(), fresh: fresh,
+		ids: make([]node.Identity, n), until: make([]time.Time, n), base: make([]time.Time, n),
+		pending: make([]bool, n), reason: make([]string, n)}
 }
 
-// learn records node i's identity, read just now. It returns the end of a
-// quarantine it started (zero if none): a node whose run_id changed since
-// it was last learned restarted, and what it held may be gone; it stays out
-// until window - uptime from now, i.e. one window after its start. A new
-// run_id whose uptime is already past the window is another server at this
-// address (a promoted replica after fail-over, a moved DNS name): it never
-// saw the writes the old one acknowledged, so it stays out one full window
-// from now. A durable node (appendonly, appendfsync always) lost nothing
-// by a restart; a fail-over is quarantined all the same.
-func (q *quarantine) learn(i int, id node.Identity) time.Time {
+// verdict is what learn found in a node's identity.
+type verdict struct {
+	until   time.Time // end of a quarantine begun now; zero if none
+	suspect bool      // a process that may have lost keys: read the TTL registers, then resolve
+	changed bool      // a run_id other than the one learned before: a new process
+}
+
+// learn records node i's identity, read just now. A node whose run_id
+// changed since it was last learned restarted, and what it held may be
+// gone; so may what a node first met held if it started after this Client
+// was created (by more than INFO's one-second resolution), or, in strict
+// mode, if it started less than a window ago. Such a node is suspect: it
+// stays out until window after its start (now - uptime) and, until
+// resolve, at all. A new run_id whose uptime is already past the window is
+// another server at this address (a promoted replica after fail-over, a
+// moved DNS name): it never saw the writes the old one acknowledged, so
+// it stays out one full window from now. A restart is exempt only when
+// this Client saw both the old and the new process durable (appendonly,
+// appendfsync always): a node restarted to turn durability on may have
+// lost its keys on the way.
+func (q *quarantine) learn(i int, id node.Identity) verdict {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	prev := q.ids[i]
 	q.ids[i] = id
 	w := q.window()
 	if prev.RunID == id.RunID || w <= 0 {
-		return time.Time{}
+		return verdict{}
 	}
-	reason, left := "restart observed", w-id.Uptime
+	now := q.clock.Now()
+	v := verdict{changed: prev.RunID != ""}
+	reason, base := "restart observed", now.Add(-id.Uptime)
 	switch {
-	case prev.RunID == "" && (!q.fresh || id.Durable()):
-		return time.Time{}
-	case prev.RunID == "":
+	case prev.RunID == "" && now.Sub(q.created) > id.Uptime+time.Second:
+		reason = "started after this Client"
+	case prev.RunID == "" && q.fresh && id.Uptime < w:
 		reason = "fresh start"
+	case prev.RunID == "":
+		return v
 	case id.Uptime >= w:
-		reason, left = "another server at this address (fail-over?)", w
-	case id.Durable():
+		reason, base = "another server at this address (fail-over?)", now
+	case prev.Durable() && id.Durable():
+		return v
+	}
+	v.suspect = true
+	q.base[i], q.reason[i], q.pending[i], q.until[i] = base, reason, true, time.Time{}
+	if u := base.Add(w); u.After(now) {
+		q.until[i], v.until = u, u
+		q.stats.Started++
+	}
+	return v
+}
+
+// resolve ends node i's wait for the TTL registers (see learn): its
+// quarantine lasts until reg (the longest TTL the other nodes carry; 0
+// when none could be read) after its start, if that is later. It returns
+// the quarantine's new end, or zero if it did not move.
+func (q *quarantine) resolve(i int, reg time.Duration) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.pending[i] = false
+	now := q.clock.Now()
+	u := q.base[i].Add(reg)
+	if !u.After(now) || !u.After(q.until[i]) {
 		return time.Time{}
 	}
-	if left <= 0 {
-		return time.Time{}
+	if q.until[i].IsZero() { // not begun by learn
+		q.stats.Started++
 	}
-	q.until[i] = q.clock.Now().Add(left)
-	q.reason[i] = reason
-	q.stats.Started++
-	return q.until[i]
+	q.until[i] = u
+	return u
 }
 
 // discount is the gate: node i's vote does not count while it is
-// quarantined, or when an earlier node has its run_id.
-// A quarantine found over is cleared and reported to onEnd.
+// quarantined or waits for the TTL registers, or when an earlier node has
+// its run_id. A quarantine found over is cleared and reported to onEnd.
 func (q *quarantine) discount(i int) error {
 	q.mu.Lock()
 	if r := q.ids[i].RunID; r != "" {
@@ -135,8 +174,15 @@ func (q *quarantine) discount(i int) error {
 			}
 		}
 	}
-	u := q.until[i]
-	if !u.IsZero() && q.clock.Now().Before(u) {
+	u, now := q.until[i], q.clock.Now()
+	if q.pending[i] {
+		if u.Before(now) {
+			u = now
+		}
+		q.mu.Unlock()
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i] + "; the deployment's longest TTL not read yet"}
+	}
+	if !u.IsZero() && now.Before(u) {
 		q.mu.Unlock()
 		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i]}
 	}
@@ -154,8 +200,8 @@ func (q *quarantine) snapshot() QuarantineStats {
 	defer q.mu.Unlock()
 	s := q.stats
 	now := q.clock.Now()
-	for _, u := range q.until {
-		if !u.IsZero() && now.Before(u) {
+	for i, u := range q.until {
+		if q.pending[i] || !u.IsZero() && now.Before(u) {
 			s.Now++
 		}
 	}
@@ -186,16 +232,29 @@ const (
 // QuarantineOff as WithRestartQuarantine's window turns quarantine off.
 const QuarantineOff time.Duration = 0
 
-// WithRestartQuarantine sets the restart quarantine (default: on, the
-// window being the longest TTL, watchdog lease included, this Client has
-// used so far). A node whose run_id changes (it restarted) and that does
-// not run appendonly yes with appendfsync always does not count toward the
-// quorum until window after its start, since it may have lost locks it
-// held. QuarantineOff (0) turns it off; a negative window is refused by New.
-// See QuarantineFresh for nodes met for the first time.
+// DefaultQuarantineWindow is the restart quarantine's deployment setting
+// when WithRestartQuarantine is not given: the default watchdog lease
+// (DefaultLease) and half of it again as margin.
+const DefaultQuarantineWindow = DefaultLease + DefaultLease/2
+
+// WithRestartQuarantine sets the restart quarantine (default: on, with
+// DefaultQuarantineWindow). window is the deployment setting: the longest
+// lock (TTL or watchdog lease) any client of the deployment may hold on
+// these nodes. A node that restarted (its run_id changed), or that this
+// Client first meets and that started after the Client was created, does
+// not count toward the quorum until W after its start, W being the longest
+// of window, this Client's longest TTL, and the longest TTL any client
+// published in the nodes' register (node.MaxTTLKey, read from the other
+// nodes when the restart is seen; the node does not count until that read
+// answers or fails). Every Client raises that register to its longest TTL
+// before the first command that may grant or lengthen a lock with it. A
+// restart is exempt only if this Client saw both the old and the new
+// process run appendonly yes with appendfsync always. QuarantineOff (0)
+// turns the quarantine off; a negative window is refused by New. See
+// QuarantineFresh for nodes met young.
 func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option {
 	return func(o *options) {
-		o.qWindow, o.qSet = window, true
+		o.qWindow = window
 		for _, m := range modes {
 			if m == QuarantineFresh {
 				o.qFresh = true
@@ -209,7 +268,8 @@ func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option
 type identities struct {
 	gen     []atomic.Uint64 // dials per node (dialHook)
 	learned []atomic.Uint64 // gen+1 when the identity was last learned; 0 never
-	maxTTL  atomic.Int64    // longest TTL used, the default window
+	maxTTL  atomic.Int64    // longest TTL used: published, and part of the window
+	pub     []atomic.Int64  // the longest TTL known raised in each node's register (see publish)
 	alias   []atomic.Bool   // ErrSameServer logged once per node
 }
 
@@ -253,9 +313,20 @@ func (c *Client) identify(ctx context.Context, i int) {
 	if err != nil {
 		return
 	}
-	if u := c.q.learn(i, id); !u.IsZero() && c.o.logger != nil {
+	v := c.q.learn(i, id)
+	if v.changed { // a new process: it has none of the registers raised before
+		c.ids.pub[i].Store(0)
+	}
+	for cur := c.ids.pub[i].Load(); int64(id.MaxTTL) > cur && !c.ids.pub[i].CompareAndSwap(cur, int64(id.MaxTTL)); cur = c.ids.pub[i].Load() {
+	}
+	if v.suspect {
+		if u := c.q.resolve(i, c.readMaxTTL(ctx, i)); !u.IsZero() {
+			v.until = u
+		}
+	}
+	if !v.until.IsZero() && c.o.logger != nil {
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
-			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", u.Sub(c.o.clock.Now())))
+			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", v.until.Sub(c.o.clock.Now())))
 	}
 	// Known for the connections dialed before INFO: one dialed during it
 	// (by INFO itself or by another call) may reach a server restarted
@@ -274,7 +345,7 @@ func (c *Client) identify(ctx context.Context, i int) {
 	}
 }
 
-// identifyNew notes ttl for the default window, then identifies, in
+// identifyNew notes ttl (see noteTTL), then identifies, in
 // parallel within the node deadline for ttl, every node never identified
 // yet (first contact) that has not timed out: before the round, so that
 // two names of one server both known before either votes, and the later
@@ -286,8 +357,7 @@ func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 	if c.q == nil {
 		return
 	}
-	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
-	}
+	c.noteTTL(ttl)
 	var due uint64 // usually none, and then no context or timer is made
 	for i := range c.nodes {
 		if c.ids.learned[i].Load() == 0 && !c.health[i].suspect.Load() {
@@ -334,6 +404,74 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 		return &gatedError{c.nodes[i].Addr(), "identity learned", err}
 	}
 	return nil
+}
+
+// noteTTL makes ttl part of this Client's longest TTL: its own share of
+// the window, and what publish raises the nodes' registers to.
+func (c *Client) noteTTL(ttl time.Duration) {
+	if c.q == nil {
+		return
+	}
+	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
+	}
+}
+
+// publish raises node i's TTL register (node.MaxTTLKey) to this Client's
+// longest TTL, if it has not done so since the node last started, before a
+// command that may grant or lengthen a lock there: so that every node that
+// holds a lock carries its TTL, and a Client that sees another node
+// restart reads it there (readMaxTTL). A node that refuses the raise (an
+// ACL without the key or EVALSHA) is not asked again until it restarts; its
+// restarts are then covered by the deployment setting only. Any other
+// failure is returned as a gatedError: the command is not sent.
+func (c *Client) publish(ctx context.Context, i int) error {
+	if c.q == nil {
+		return nil
+	}
+	want := c.ids.maxTTL.Load()
+	if c.ids.pub[i].Load() >= want {
+		return nil
+	}
+	_, err := c.nodes[i].Do(ctx, node.RaiseMaxTTL(time.Duration(want)))
+	var re redis.Error
+	if err != nil && !errors.As(err, &re) {
+		return &gatedError{c.nodes[i].Addr(), "TTL register (" + node.MaxTTLKey + ") not raised", err}
+	}
+	for cur := c.ids.pub[i].Load(); want > cur && !c.ids.pub[i].CompareAndSwap(cur, want); cur = c.ids.pub[i].Load() {
+	}
+	return nil
+}
+
+// readMaxTTL reads the TTL register of every node but i, in parallel
+// within ctx, and returns the longest TTL found: 0 if none answered (the
+// window then is the deployment setting and this Client's longest TTL).
+func (c *Client) readMaxTTL(ctx context.Context, i int) time.Duration {
+	var mu sync.Mutex
+	var max time.Duration
+	var wg sync.WaitGroup
+	for j := range c.nodes {
+		if j == i {
+			continue
+		}
+		wg.Add(1)
+		go func(j int) {
+			defer wg.Done()
+			if d, err := c.nodes[j].MaxTTL(ctx); err == nil {
+				mu.Lock()
+				max = maxDur(max, d)
+				mu.Unlock()
+			}
+		}(j)
+	}
+	wg.Wait()
+	return max
+}
+
+func maxDur(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // refusesInfo reports an identification that the node answered with an
@@ -402,17 +540,15 @@ func (c *Client) gen(i int) uint64 {
 // unless quarantine is off. Cluster clients are left out: INFO without a
 // key reaches an arbitrary shard.
 func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
-	if (c.o.qSet && c.o.qWindow == QuarantineOff) || c.cluster {
+	if c.o.qWindow == QuarantineOff || c.cluster {
 		return
 	}
-	window := func() time.Duration { return time.Duration(c.ids.maxTTL.Load()) }
-	if c.o.qSet {
-		w := c.o.qWindow
-		window = func() time.Duration { return w }
-	}
+	w := c.o.qWindow
+	window := func() time.Duration { return maxDur(w, time.Duration(c.ids.maxTTL.Load())) }
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
 	c.ids.alias = make([]atomic.Bool, len(clients))
+	c.ids.pub = make([]atomic.Int64, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 	}

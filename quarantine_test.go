@@ -14,7 +14,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	window := 10 * time.Second
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return window }, false)
-	if u := q.learn(0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.IsZero() {
+	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.IsZero() {
 		t.Fatalf("fresh node quarantined by default until %v", u)
 	}
 	if err := q.discount(0); err != nil {
@@ -22,7 +22,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 	}
 	clk.Advance(time.Minute)
 	start := clk.Now()
-	u := q.learn(0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 3 s ago
+	u := learnNow(q, 0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 3 s ago
 	if want := start.Add(7 * time.Second); !u.Equal(want) {
 		t.Fatalf("until %v, want %v", u, want)
 	}
@@ -47,31 +47,104 @@ func TestQuarantineArithmetic(t *testing.T) {
 	if s := q.snapshot(); s.Started != 1 || s.Now != 0 || len(ended) != 1 || ended[0] != 0 {
 		t.Fatalf("after the quarantine: %+v, ended %v (want one end reported for node 0)", s, ended)
 	}
-	// A durable node that restarted lost nothing: not quarantined.
-	if u := q.learn(0, node.Identity{RunID: "r3", AOF: true, FsyncAlways: true}); !u.IsZero() {
-		t.Errorf("durable node quarantined until %v", u)
+	// A node restarted durable, after a process not seen durable, may
+	// have lost its keys on the way: quarantined.
+	now := clk.Now()
+	if u := learnNow(q, 0, node.Identity{RunID: "r3", AOF: true, FsyncAlways: true}); !u.Equal(now.Add(window)) {
+		t.Errorf("durable node after a non-durable one: until %v, want %v", u, now.Add(window))
+	}
+	clk.Advance(window)
+	// Both processes seen durable: it lost nothing, not quarantined.
+	if u := learnNow(q, 0, node.Identity{RunID: "r3b", AOF: true, FsyncAlways: true}); !u.IsZero() {
+		t.Errorf("durable node after a durable one quarantined until %v", u)
 	}
 	// A new run_id up for longer than the window is another server at the
 	// address (fail-over): it never saw our writes, one full window out.
-	now := clk.Now()
-	if u := q.learn(0, node.Identity{RunID: "r4", Uptime: time.Hour, AOF: true, FsyncAlways: true}); !u.Equal(now.Add(window)) {
+	now = clk.Now()
+	if u := learnNow(q, 0, node.Identity{RunID: "r4", Uptime: time.Hour, AOF: true, FsyncAlways: true}); !u.Equal(now.Add(window)) {
 		t.Errorf("fail-over: until %v, want %v", u, now.Add(window))
 	}
 	// A fresh Client meeting an old node: nothing to suspect.
 	q2 := newQuarantine(clk, []string{"a"}, func() time.Duration { return window }, true)
-	if u := q2.learn(0, node.Identity{RunID: "r1", Uptime: window}); !u.IsZero() {
+	if u := learnNow(q2, 0, node.Identity{RunID: "r1", Uptime: window}); !u.IsZero() {
 		t.Errorf("strict mode: node up one window quarantined until %v", u)
 	}
 	window = 0 // off
-	if u := q.learn(0, node.Identity{RunID: "r5"}); !u.IsZero() {
+	if u := learnNow(q, 0, node.Identity{RunID: "r5"}); !u.IsZero() {
 		t.Errorf("quarantine off, still until %v", u)
+	}
+}
+
+// learnNow is learn for a node whose TTL registers read nothing: the
+// quarantine's end (zero if none).
+func learnNow(q *quarantine, i int, id node.Identity) time.Time {
+	v := q.learn(i, id)
+	if v.suspect {
+		q.resolve(i, 0)
+	}
+	return v.until
+}
+
+// A node first met that started after the Client was created is a process
+// it never saw: it may have restarted empty while locks were held, and is
+// quarantined in the default mode too. One started before (or within
+// INFO's one-second resolution of the creation) is trusted.
+func TestQuarantineStartedAfterClient(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	window := 10 * time.Second
+	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return window }, false)
+	clk.Advance(5 * time.Second)
+	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(8 * time.Second)) {
+		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(8*time.Second))
+	}
+	var qe *QuarantineError
+	if err := q.discount(0); !errors.As(err, &qe) || qe.Reason != "started after this Client" {
+		t.Errorf("discount: %v", err)
+	}
+	if u := learnNow(q, 1, node.Identity{RunID: "r1", Uptime: 4500 * time.Millisecond}); !u.IsZero() {
+		t.Errorf("node started within a second of the Client quarantined until %v", u)
+	}
+	if u := learnNow(q, 2, node.Identity{RunID: "r2", Uptime: time.Hour}); !u.IsZero() {
+		t.Errorf("node up long before the Client quarantined until %v", u)
+	}
+}
+
+// The window covers other clients' locks: a restarted node stays out
+// until the longest TTL the other nodes' registers carry has passed since
+// its start, and does not count at all until the registers were read.
+func TestQuarantineReadsTheRegisters(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 3 * time.Second }, false)
+	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
+	clk.Advance(time.Minute)
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second})
+	if !v.suspect || !v.until.Equal(clk.Now().Add(time.Second)) {
+		t.Fatalf("restart: %+v, want suspect, quarantined 1 s by its own window", v)
+	}
+	clk.Advance(time.Second)
+	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) {
+		t.Fatalf("registers not read yet, discount: %v", err)
+	}
+	if u, want := q.resolve(0, 20*time.Second), clk.Now().Add(17*time.Second); !u.Equal(want) {
+		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
+	}
+	clk.Advance(17*time.Second - time.Nanosecond)
+	if q.discount(0) == nil {
+		t.Fatal("quarantine ended before the other client's TTL")
+	}
+	clk.Advance(time.Nanosecond)
+	if err := q.discount(0); err != nil {
+		t.Fatalf("quarantine did not end: %v", err)
+	}
+	if s := q.snapshot(); s.Started != 1 {
+		t.Errorf("stats: %+v, want one quarantine begun", s)
 	}
 }
 
 func TestQuarantineFreshAndSameServer(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return 5 * time.Second }, true)
-	if u := q.learn(0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
+	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
 		t.Errorf("strict mode: fresh node until %v", u)
 	}
 	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour})

@@ -15,10 +15,12 @@
 //
 // This holds under these assumptions: the nodes do not lose keys, or a node
 // that lost them stays out of the quorum long enough. Restarts this Client
-// observes (a node's run_id changed since it was learned) are handled by
-// default: the node is quarantined for the longest TTL used (see
+// observes (a node's run_id changed since it was learned), and nodes that
+// started after the Client was created, are handled by default: the node is
+// quarantined for the longest lock any client may hold (see
 // WithRestartQuarantine). A node this Client first meets after it restarted
-// empty is covered only by strict mode (QuarantineFresh) or by running the
+// empty before the Client existed is covered only by strict mode
+// (QuarantineFresh) or by running the
 // nodes with appendonly yes and appendfsync always. Further, each node's
 // clock runs at a rate within driftFactor of the client's (WithDriftMonitor
 // watches it); and the client does not pause between checking Remaining

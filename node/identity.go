@@ -21,6 +21,7 @@ type Identity struct {
 	AOF         bool   // appendonly yes (aof_enabled:1)
 	FsyncAlways bool   // appendfsync always; only meaningful with AOF
 	Version     string
+	MaxTTL      time.Duration // the node's MaxTTLKey register (Identify only); 0 unset or unreadable
 }
 
 // Durable reports whether the node keeps every acknowledged write across a
@@ -48,9 +49,11 @@ func (n *Node) Identify(ctx context.Context) (Identity, error) {
 func (n *Node) identify(ctx context.Context) (Identity, error) {
 	var info *redis.StringCmd
 	var fsync *redis.MapStringStringCmd
+	var reg *redis.StringCmd
 	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server", "persistence", "replication")
 		fsync = p.ConfigGet(ctx, "appendfsync")
+		reg = p.Get(ctx, MaxTTLKey)
 		return nil
 	})
 	s, err := info.Result()
@@ -66,6 +69,9 @@ func (n *Node) identify(ctx context.Context) (Identity, error) {
 	}
 	if m, err := fsync.Result(); err == nil {
 		id.FsyncAlways = m["appendfsync"] == "always"
+	}
+	if ms, err := reg.Int64(); err == nil && ms > 0 { // unset, refused (ACL) or malformed: 0
+		id.MaxTTL = time.Duration(ms) * time.Millisecond
 	}
 	return id, nil
 }

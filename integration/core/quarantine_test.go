@@ -12,14 +12,14 @@ import (
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
-// restartedBehindHolder locks key on nodes with client A for a long TTL,
-// warms client b up (it learns every node's identity), restarts the first
-// three nodes empty with SIGKILL, and returns b's TryLock of key.
-func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Client, key string) (*redlock.Lock, error) {
+// restartedBehindHolder locks key on nodes with client A for ttl, warms
+// client b up (it learns every node's identity), restarts the first three
+// nodes empty with SIGKILL, and returns b's TryLock of key.
+func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Client, key string, ttl time.Duration) (*redlock.Lock, error) {
 	t.Helper()
 	ctx := context.Background()
 	a := client(t, nodes)
-	if _, err := a.TryLock(ctx, key, time.Minute); err != nil {
+	if _, err := a.TryLock(ctx, key, ttl); err != nil {
 		t.Fatal(err)
 	}
 	warm, err := b.TryLock(ctx, key+":warm", 2*time.Second)
@@ -40,7 +40,7 @@ func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Clien
 func TestRestartQuarantineOffDoubleGrant(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes, redlock.WithRestartQuarantine(redlock.QuarantineOff))
-	l, err := restartedBehindHolder(t, nodes, b, "q:off")
+	l, err := restartedBehindHolder(t, nodes, b, "q:off", time.Minute)
 	if err != nil {
 		t.Fatalf("quarantine off: expected the double grant, got %v", err)
 	}
@@ -50,7 +50,7 @@ func TestRestartQuarantineOffDoubleGrant(t *testing.T) {
 func TestRestartQuarantineRefusesRestartedNodes(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes, redlock.WithRestartQuarantine(5*time.Second))
-	if _, err := restartedBehindHolder(t, nodes, b, "q:on"); !errors.Is(err, redlock.ErrNotObtained) {
+	if _, err := restartedBehindHolder(t, nodes, b, "q:on", 5*time.Second); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("quarantine on: B got the lock held by A (err %v)", err)
 	}
 	// A try may decide before every restarted node answered (each is
@@ -81,7 +81,7 @@ func TestRestartQuarantineRefusesRestartedNodes(t *testing.T) {
 			}
 		}
 	}
-	time.Sleep(time.Until(until)) // the window ends; A's key is gone from 3 of 5 nodes
+	time.Sleep(time.Until(until)) // the window (A's 5 s TTL, read from the registers) ends; A's key is gone
 	l, err := b.TryLock(context.Background(), "q:on", 2*time.Second)
 	if err != nil {
 		t.Fatalf("after the window: %v", err)
@@ -92,7 +92,7 @@ func TestRestartQuarantineRefusesRestartedNodes(t *testing.T) {
 func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{Persist: true})
 	b := client(t, nodes, redlock.WithRestartQuarantine(time.Hour))
-	_, err := restartedBehindHolder(t, nodes, b, "q:fsync")
+	_, err := restartedBehindHolder(t, nodes, b, "q:fsync", time.Minute)
 	var qe *redlock.QuorumError
 	if !errors.As(err, &qe) || !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("A's lock survived on durable nodes, yet: %v", err)
@@ -109,12 +109,12 @@ func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
 	_ = l.Release(context.Background())
 }
 
-// TestRestartQuarantineOnByDefault: no option; the window is the longest
-// TTL b used (2 s), and b's first try after the restart is refused.
+// TestRestartQuarantineOnByDefault: no option; the window is at least
+// DefaultQuarantineWindow, and b's first try after the restart is refused.
 func TestRestartQuarantineOnByDefault(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes)
-	_, err := restartedBehindHolder(t, nodes, b, "q:default")
+	_, err := restartedBehindHolder(t, nodes, b, "q:default", time.Minute)
 	if !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("default: B got the lock held by A (err %v)", err)
 	}
@@ -177,5 +177,92 @@ func TestAliasVotesOnce(t *testing.T) {
 			t.Fatalf("node 1: %+v, want ErrSameServer naming %s", qe.Nodes[1], urls[0])
 		}
 		c.Close()
+	}
+}
+
+// TestQuarantineCoversOtherClientsTTL: the window must cover every lock
+// any client may hold, not only the TTLs this Client used. B holds a key
+// for 6 s; three of five nodes restart empty; A, which has used only 1 s
+// locks, was created before the restart and knows every node. A's tries
+// for 3 s after the restart must all be refused: B's lock is still valid.
+// Twice: with the default deployment setting, and with a setting of 1 s,
+// too short for B: then only the TTL register B raised covers B's lock.
+func TestQuarantineCoversOtherClientsTTL(t *testing.T) {
+	t.Run("default", func(t *testing.T) { otherClientsTTL(t) })
+	t.Run("register", func(t *testing.T) { otherClientsTTL(t, redlock.WithRestartQuarantine(time.Second)) })
+}
+
+func otherClientsTTL(t *testing.T, opts ...redlock.Option) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	ctx := context.Background()
+	a, b := client(t, nodes, opts...), client(t, nodes, opts...)
+	warm, err := a.TryLock(ctx, "q:other:warm", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.TryLock(ctx, "q:other", 6*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes[:3] {
+		if err := n.Restart(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for try := 0; ; try++ {
+		if held.Remaining() < 3*time.Second {
+			break
+		}
+		l, err := a.TryLock(ctx, "q:other", time.Second)
+		if err == nil {
+			_ = l.Release(ctx)
+			t.Fatalf("try %d: A got the key while B's lock has %v of validity left", try, held.Remaining())
+		}
+		if !errors.Is(err, redlock.ErrNotObtained) {
+			t.Fatalf("try %d: %v", try, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestQuarantineRegisterRefusedByACL: a user whose ACL does not reach the
+// TTL register (keys q:* only) still locks and extends; the raise's
+// NOPERM leaves the window to the deployment setting.
+func TestQuarantineRegisterRefusedByACL(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	ctx := context.Background()
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		admin := n.Client()
+		err := admin.Do(ctx, "acl", "setuser", "locker", "on", ">pw", "resetkeys", "~q:*", "-@all",
+			"+set", "+get", "+del", "+pexpire", "+eval", "+evalsha", "+info", "+config|get").Err()
+		admin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = "redis://locker:pw@" + n.Addr
+	}
+	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(ctx, "q:acl", time.Second)
+	if err != nil {
+		t.Fatalf("register refused by the ACL: %v", err)
+	}
+	if err := l.Extend(ctx, 2*time.Second); err != nil {
+		t.Fatalf("Extend with a longer TTL, register refused: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	admin := nodes[0].Client()
+	defer admin.Close()
+	if n, err := admin.Exists(ctx, "redlock:max-ttl").Result(); err != nil || n != 0 {
+		t.Fatalf("register written despite the ACL: %d %v", n, err)
 	}
 }
