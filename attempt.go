@@ -45,7 +45,7 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	switch {
 	case c.o.fencing:
 		a.fences = fenceKeys(keys)
-		cmd = node.LockFenced(keys, a.fences, owner, ttl)
+		cmd = node.LockFenced(keys, a.fences, owner, ttl, fenceTTL(ttl))
 		again = cmd
 	case c.retries && len(keys) == 1:
 		again = node.Lock(keys, owner, ttl)

@@ -11,22 +11,48 @@ import (
 
 // WithFencing gives every lock of this Client a fencing token (Lock.Token):
 // a number greater than the token of every earlier holder of any of its
-// keys whose acquisition completed, for as long as the nodes keep their
-// state (see SAFETY.md). The protected resource records the highest token
-// it has seen and refuses writes that carry a lower one (package fence,
-// and the SQL pattern there), so that a holder paused past its deadline
-// cannot overwrite what the next holder wrote. Default: off.
+// keys whose acquisition completed, as long as the node clocks do not step
+// back and differ from each other by less than FenceMargin.
+// The protected resource records the highest token and the holder that
+// wrote with it, and refuses writes that carry a lower token, or the same
+// token from another holder (package fence, and the SQL pattern there),
+// so that a holder paused past its deadline cannot overwrite what the next
+// holder wrote. Default: off.
 //
 // Each key's token comes from a max-register kept on every node under
-// FenceKey(key), with no expiry. The acquisition script reads and raises
-// it on each node that grants the lock; the token is the highest value a
-// quorum returned, and it is handed out only once a quorum holds it. When
-// the granting nodes already agree (the usual case) that costs nothing
-// more; otherwise one more round trip raises the lower ones, only on nodes
-// where the lock is still held. A lock with fencing is never passed
-// between waiters inside the Client (WithLocalHandoff): every holder gets
-// its own token.
+// FenceKey(key). The acquisition script reads and raises it on each node
+// that grants the lock, to the node's candidate: one more than the
+// register, and at least the node's clock (TIME) in microseconds. The
+// token is the highest candidate a quorum returned, and it is handed out
+// only once a quorum holds it. When the granting nodes already agree (the
+// usual case) that costs nothing more; otherwise one more round trip
+// raises the lower ones, only on nodes where the lock is still held.
+//
+// Registers expire, so that locks of many distinct keys do not fill the
+// nodes: each write gives the register at least the lock's TTL plus
+// FenceMargin to live, never shortening what it has. A holder that finds
+// the register expired still gets a larger token, from the clock floor:
+// the earlier token was at most the highest node clock during the earlier
+// acquisition, which lasted less than its TTL, and the register outlived
+// that by FenceMargin on the node's own clock, more than the clocks
+// differ. A register lost in a restart without persistence is covered by
+// the floor when more time passed since the earlier acquisition than the
+// node clocks differ (SAFETY.md).
+//
+// A lock with fencing is never passed between waiters inside the Client
+// (WithLocalHandoff): every holder gets its own token. Tokens are large
+// (microseconds since 1970): an SQL column for them needs 64 bits.
 func WithFencing() Option { return func(o *options) { o.fencing = true } }
+
+// FenceMargin is how much longer than the lock's TTL a fence register
+// lives after each write (WithFencing), and so the bound on how much node
+// clocks may differ from each other for tokens to keep increasing once
+// registers expired. `redlock doctor` warns when node clocks differ by
+// more than half of it or step back.
+const FenceMargin = time.Hour
+
+// fenceTTL is the TTL a fenced acquisition of ttl gives its registers.
+func fenceTTL(ttl time.Duration) time.Duration { return ttl + FenceMargin }
 
 // FenceKey returns the key of the fence register of lock key k: k with the
 // suffix ":fence", and k in braces when k has no hash tag, so that on a
@@ -77,7 +103,7 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a 
 	if held >= c.need {
 		return top, out
 	}
-	raise := node.RaiseFence(keys, a.fences, a.owner, top)
+	raise := node.RaiseFence(keys, a.fences, a.owner, top, fenceTTL(ttl))
 	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (bool, error) {
 		if low&(1<<i) == 0 {
 			return false, errNotSent

@@ -141,10 +141,11 @@ func (l *Lock) Owner() string {
 }
 
 // Token returns the lock's fencing token (WithFencing), or 0 without
-// fencing. Pass it with every write to the protected resource, which must
-// refuse a write whose token is lower than one it has already seen (see
-// package fence): a holder that was paused past its deadline then cannot
-// overwrite what a later holder wrote.
+// fencing. Pass it, with Owner, with every write to the protected
+// resource, which must refuse a write whose token is lower than one it has
+// already seen, or equal to it from another owner (see package fence): a
+// holder that was paused past its deadline then cannot overwrite what a
+// later holder wrote.
 func (l *Lock) Token() int64 {
 	if l == nil {
 		return 0

@@ -28,8 +28,9 @@
 // past the deadline breaks mutual exclusion for any lock of this kind;
 // only a fencing token checked by the resource closes that gap: with
 // WithFencing, Lock.Token is greater than every earlier holder's token of
-// the same keys, for as long as the nodes keep their state, and package
-// fence checks it at a Redis-held resource. SAFETY.md in the repository
+// the same keys, as long as node clocks do not step back and differ by
+// less than FenceMargin, and package fence checks it at a Redis-held
+// resource. SAFETY.md in the repository
 // goes through the faults one by one, each with the test that shows it.
 //
 // # Usage

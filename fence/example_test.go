@@ -29,7 +29,7 @@ func ExampleSet() {
 		log.Fatal(err)
 	}
 	defer l.Release(ctx)
-	switch err := fence.Set(ctx, rdb, "balance:7", l.Token(), 120); {
+	switch err := fence.Set(ctx, rdb, "balance:7", l.Token(), l.Owner(), 120); {
 	case errors.Is(err, fence.ErrStale):
 		log.Print("a later holder has written: stop")
 	case err != nil:

@@ -126,21 +126,24 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 }
 
 // LockFenced is Lock that also raises this node's fence registers of keys
-// (fences[i] is the register of keys[i]) to one more than the highest of
-// them: the node's yes carries that value (see DoValue), its candidate
-// fencing token.
-func LockFenced(keys, fences []string, value string, ttl time.Duration) *Cmd {
-	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds())
+// (fences[i] is the register of keys[i]) to this node's candidate fencing
+// token: one more than the highest of them, and at least the node's clock
+// (TIME) in microseconds. The node's yes carries the candidate (see
+// DoValue). Each register's TTL becomes keep unless it already has more
+// left: a register's TTL is never shortened.
+func LockFenced(keys, fences []string, value string, ttl, keep time.Duration) *Cmd {
+	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds(), keep.Milliseconds())
 	c.valued = true
 	return c
 }
 
 // RaiseFence raises the fence registers of keys (fences[i] is the register
-// of keys[i]) to token, never lowering them, if every key still holds
-// value: a raise that arrives after the lock expired on the node is
-// refused, so that it cannot land after a later holder read the register.
-func RaiseFence(keys, fences []string, value string, token int64) *Cmd {
-	return scriptCmd(raiseScript, fenceRaiseSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, token)
+// of keys[i]) to token, never lowering them, and their TTL to keep, never
+// shortening it, if every key still holds value: a raise that arrives
+// after the lock expired on the node is refused, so that it cannot land
+// after a later holder read the register.
+func RaiseFence(keys, fences []string, value string, token int64, keep time.Duration) *Cmd {
+	return scriptCmd(raiseScript, fenceRaiseSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, token, keep.Milliseconds())
 }
 
 // Extend resets the TTL of keys to ttl if they all still hold value. It

@@ -69,6 +69,8 @@ type ClockReport struct {
 	ResolutionPPM  float64 `json:"resolution_ppm"`  // worst-case error of the rate estimate from round-trip uncertainty
 	MaxResidualUs  float64 `json:"max_residual_us"` // largest distance of a sample from the fitted line
 	DriftBudgetPPM float64 `json:"drift_budget_ppm"`
+	StepsBack      int     `json:"steps_back"` // TIME samples below the previous one: the node's clock stepped back
+	SkewMs         float64 `json:"skew_ms"`    // largest offset difference to another node, less both measuring errors (at least 0)
 }
 
 // LatencyReport is the round-trip time of PINGs to a node.
@@ -589,7 +591,63 @@ func fitClock(all []timeSample, drift float64) *ClockReport {
 		ResolutionPPM:  3 * e / span * 1e6,
 		MaxResidualUs:  maxRes * 1e6,
 		DriftBudgetPPM: drift * 1e6,
+		StepsBack:      stepsBack(all),
 	}
+}
+
+// stepsBack counts the samples whose node time is below the previous
+// sample's, in the order they were taken.
+func stepsBack(ss []timeSample) int {
+	n := 0
+	for i := 1; i < len(ss); i++ {
+		if ss[i].node.Before(ss[i-1].node) {
+			n++
+		}
+	}
+	return n
+}
+
+// skews sets each node's SkewMs: the largest difference between its clock
+// offset and another node's, less both offsets' errors. The nodes were
+// sampled at once against one client clock, so offsets compare.
+func skews(nodes []NodeReport) {
+	for i := range nodes {
+		a := nodes[i].Clock
+		if a == nil {
+			continue
+		}
+		for j := range nodes {
+			b := nodes[j].Clock
+			if j == i || b == nil {
+				continue
+			}
+			d := math.Abs(a.OffsetMs-b.OffsetMs) - a.OffsetErrMs - b.OffsetErrMs
+			a.SkewMs = math.Max(a.SkewMs, d)
+		}
+	}
+}
+
+// fenceClockCheck adds to a node's clock check what fencing tokens
+// (redlock.WithFencing) assume of node clocks: that they do not step back
+// and differ by less than redlock.FenceMargin. Half the margin already
+// warns.
+func fenceClockCheck(c Check, r *ClockReport) Check {
+	if r == nil {
+		return c
+	}
+	var why []string
+	if r.StepsBack > 0 {
+		why = append(why, fmt.Sprintf("the node's clock stepped back %d times while sampled", r.StepsBack))
+	}
+	if limit := ms(redlock.FenceMargin) / 2; r.SkewMs > limit {
+		why = append(why, fmt.Sprintf("the node's clock differs from another node's by more than %s (at least %s)", time.Duration(limit*float64(time.Millisecond)), fmtMs(r.SkewMs)))
+	}
+	if len(why) == 0 {
+		return c
+	}
+	c.Verdict = worse(c.Verdict, verdictWarn)
+	c.Reason += "; " + strings.Join(why, ", ") + fmt.Sprintf(": fencing tokens (WithFencing) assume node clocks never step back and differ by less than %v; fix the time sync", redlock.FenceMargin)
+	return c
 }
 
 // judge runs the checks on every node and sums up the set.
@@ -600,6 +658,7 @@ func judge(rep *DoctorReport, cfg doctorConfig) {
 			byRunID[n.RunID] = append(byRunID[n.RunID], i)
 		}
 	}
+	skews(rep.Nodes)
 	for i := range rep.Nodes {
 		n := &rep.Nodes[i]
 		if !n.Reachable {
@@ -632,7 +691,7 @@ func judge(rep *DoctorReport, cfg doctorConfig) {
 			persistenceCheck(n),
 			uptimeCheck(n, cfg.ttl),
 			evictionCheck(n),
-			clockCheck(n.Clock, cfg.drift),
+			fenceClockCheck(clockCheck(n.Clock, cfg.drift), n.Clock),
 			latencyCheck(n.Latency, cfg),
 			ver,
 		}

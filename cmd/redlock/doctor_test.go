@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock"
 )
 
 // redisNode starts a redis-server process with extra arguments (the
@@ -499,5 +501,43 @@ func TestDoctorVersions(t *testing.T) {
 	}
 	if s, v := serverVersion(parseInfo("redis_version:7.0.15\r\n")); s != "redis" || v != "7.0.15" {
 		t.Errorf("redis INFO: %s %s", s, v)
+	}
+}
+
+// TestDoctorFenceClocks: node clocks that step back, or differ from
+// another node's by more than half of redlock.FenceMargin beyond the
+// measuring error, turn an OK clock check into a warning.
+func TestDoctorFenceClocks(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0)
+	ss := []timeSample{{node: base}, {node: base.Add(time.Second)}, {node: base.Add(500 * time.Millisecond)}, {node: base.Add(2 * time.Second)}}
+	if n := stepsBack(ss); n != 1 {
+		t.Fatalf("stepsBack %d, want 1", n)
+	}
+	half := ms(redlock.FenceMargin) / 2
+	nodes := []NodeReport{
+		{Clock: &ClockReport{OffsetMs: 0, OffsetErrMs: 1}},
+		{Clock: &ClockReport{OffsetMs: half + 1, OffsetErrMs: 1}}, // within the error
+		{Clock: &ClockReport{OffsetMs: half + 10, OffsetErrMs: 1}},
+		{}, // unreachable: no clock
+	}
+	skews(nodes)
+	if got := nodes[1].Clock.SkewMs; got != half-1 {
+		t.Fatalf("node 1 skew %v, want %v (to node 0, less both errors)", got, half-1)
+	}
+	ok := Check{checkClock, verdictOK, "fine"}
+	for i, want := range []string{verdictWarn, verdictOK, verdictWarn} {
+		if c := fenceClockCheck(ok, nodes[i].Clock); c.Verdict != want {
+			t.Errorf("node %d (skew %v): %s %s", i, nodes[i].Clock.SkewMs, c.Verdict, c.Reason)
+		}
+	}
+	if c := fenceClockCheck(ok, &ClockReport{StepsBack: 2}); c.Verdict != verdictWarn || !strings.Contains(c.Reason, "stepped back") {
+		t.Errorf("steps back: %+v", c)
+	}
+	fail := Check{checkClock, verdictFail, "bad rate"}
+	if c := fenceClockCheck(fail, &ClockReport{StepsBack: 1}); c.Verdict != verdictFail {
+		t.Errorf("a failing check must stay failing: %+v", c)
+	}
+	if c := fenceClockCheck(ok, nil); c != ok {
+		t.Errorf("no clock: %+v", c)
 	}
 }

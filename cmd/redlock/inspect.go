@@ -40,13 +40,14 @@ type KeyReport struct {
 	MinTTLms   int64  `json:"min_ttl_ms"`
 	// Fence is the highest fence register of the key on the nodes (see
 	// redlock.FenceKey): the token of the latest holder that took it
-	// with fencing; 0 if it never had one.
+	// with fencing; 0 if it never had one or the register expired.
 	Fence   int64      `json:"fence,omitempty"`
 	PerNode []NodeHold `json:"per_node"`
 }
 
 // isFenceKey reports whether k is the fence register of a lock key
-// (redlock.FenceKey): it is not itself a lock, and has no TTL by design.
+// (redlock.FenceKey): it is not itself a lock, and it outlives the lock
+// by design (the lock's TTL plus redlock.FenceMargin).
 func isFenceKey(k string) bool {
 	base, ok := strings.CutSuffix(k, ":fence")
 	if !ok {

@@ -72,7 +72,9 @@ func (s *Service) Sell(ctx context.Context, item string) error {
 }
 
 // write stores qty and one order in one transaction; with fencing only if
-// no later token has written the row: fence < token.
+// no later token has written the row: fence < token. Each hold writes the
+// row once, so an equal token is refused too, whoever carries it (see
+// package fence for the variant that lets one holder write again).
 func (s *Service) write(ctx context.Context, item string, qty int, token int64) error {
 	tx, err := s.DB.Begin(ctx)
 	if err != nil {

@@ -193,7 +193,7 @@ func critical(ctx context.Context, s Spec, ctr *redis.Client, key string, l *red
 	}
 	next := strconv.FormatInt(v+1, 10)
 	if s.Fencing {
-		switch err := fence.Set(bg, ctr, CounterKey(key), l.Token(), next); {
+		switch err := fence.Set(bg, ctr, CounterKey(key), l.Token(), l.Owner(), next); {
 		case errors.Is(err, fence.ErrStale):
 			return false, true
 		case err != nil:
