@@ -341,8 +341,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration, o op) error {
 	}
 	cmd := node.Extend(l.keys, l.owner, ttl)
 	start := c.o.clock.Now()
-	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
-		return c.nodes[i].Do(ctx, cmd)
+	out := c.round(ctx, o, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
+		return c.nodes[i].DoValue(ctx, cmd)
 	}).Wait(ctx)
 	return l.settle(ctx, o, begin, start, ttl, out)
 }
@@ -488,10 +488,10 @@ func (l *Lock) Release(ctx context.Context) error {
 		}
 	}
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
-	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
+	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if !l.won.mayHold(c, i) {
 			c.rel.done(i, l.keys, q)
-			return false, errNotSent // nothing of ours was written there
+			return 0, false, errNotSent // nothing of ours was written there
 		}
 		if c.nodes[i].Announces() {
 			return c.release(ctx, i, l.keys, q, announce)

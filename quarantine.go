@@ -328,10 +328,10 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	}
 	c.identify(ctx, i)
 	if err := ctx.Err(); err != nil && c.stale(i) {
-		return &gatedError{c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err}
+		return gated(c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err)
 	}
 	if err := c.discount(i); err != nil {
-		return &gatedError{c.nodes[i].Addr(), "identity learned", err}
+		return gated(c.nodes[i].Addr(), "identity learned", err)
 	}
 	return nil
 }
@@ -342,19 +342,6 @@ func refusesInfo(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) || errors.Is(err, node.ErrNoRunID)
 }
-
-// gatedError is the error of an acquisition call not sent because of
-// what identifyFirst found: nothing to undo there. Its cause is a timeout
-// (the node is then probed, see nodeHealth) or the gate's error.
-type gatedError struct {
-	addr, what string
-	err        error
-}
-
-func (e *gatedError) Error() string {
-	return "redlock: not sent to node " + e.addr + ": " + e.what + ": " + e.err.Error()
-}
-func (e *gatedError) Unwrap() error { return e.err }
 
 // discountedYes is the error of a yes from a node found, right after the
 // command redialed it, to be quarantined or an alias: the vote does not
