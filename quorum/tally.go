@@ -7,10 +7,11 @@ import (
 
 // tally counts the votes on one question put to every node (a round's
 // command, or one item of a batch) and decides it: once yes reaches need,
-// or once too few countable nodes are left to reach it.
+// or once too few countable nodes are left to reach it. (int32 keeps a
+// Round, which holds one, within its allocation size class.)
 type tally struct {
-	need, yes, no, failed int
-	left                  int // countable nodes that have not answered
+	need, yes, no, failed int32
+	left                  int32 // countable nodes that have not answered
 	decided               bool
 }
 
@@ -43,7 +44,7 @@ func (t *tally) check() bool {
 }
 
 func (t *tally) outcome(votes []Vote, err error) Outcome {
-	return Outcome{Votes: votes, Yes: t.yes, No: t.no, Failed: t.failed, Reached: t.yes >= t.need, Err: err}
+	return Outcome{Votes: votes, Yes: int(t.yes), No: int(t.no), Failed: int(t.failed), Reached: t.yes >= t.need, Err: err}
 }
 
 // core is what single rounds and batches share: the per-node gate, one
@@ -70,7 +71,7 @@ func (c *core) init(cfg Config, tallies []tally) {
 		cfg.Now = time.Now
 	}
 	c.cfg, c.tallies, c.done = cfg, tallies, make(chan struct{})
-	left := 0
+	var left int32
 	for i := range c.off {
 		if cfg.Counts == nil || cfg.Counts(i) {
 			left++
@@ -80,7 +81,7 @@ func (c *core) init(cfg Config, tallies []tally) {
 	}
 	c.open = len(tallies)
 	for j := range tallies {
-		tallies[j] = tally{need: cfg.Need, left: left}
+		tallies[j] = tally{need: int32(cfg.Need), left: left}
 		if tallies[j].check() {
 			c.open--
 		}
