@@ -3,6 +3,8 @@
 // failed that a quorum can no longer be reached. It does not wait for slow
 // nodes; the round keeps their answers as they arrive after the decision
 // (Then, Answer), so its owner can act on each node's final answer.
+// StartBatch puts many questions to every node in one call each and
+// decides each question on its own quorum, by the same count.
 package quorum
 
 import (
