@@ -53,7 +53,7 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	c.identifyNew(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()
-	a.round = c.roundValue(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
+	a.round = c.round(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
 			return 0, false, errReleasePending // not sent: nothing to undo
 		}
@@ -142,9 +142,9 @@ func (c *Client) undo(ctx context.Context, keys []string, ttl time.Duration, a *
 	if now == 0 {
 		return
 	}
-	c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), len(c.nodes), func(ctx context.Context, i int) (bool, error) {
+	c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), len(c.nodes), func(ctx context.Context, i int) (int64, bool, error) {
 		if now&(1<<i) == 0 {
-			return false, errNotSent // cleared or released by Then's callback
+			return 0, false, errNotSent // cleared or released by Then's callback
 		}
 		return c.release(ctx, i, keys, q, rel)
 	}).WaitAll()
@@ -157,7 +157,7 @@ func (c *Client) releaseLate(keys []string, ttl time.Duration, i int, q uint64, 
 	ctx, cancel := context.WithTimeout(context.Background(), c.releaseTimeout(ttl))
 	defer cancel()
 	start := c.o.clock.Now()
-	ok, err := c.release(ctx, i, keys, q, rel)
+	_, ok, err := c.release(ctx, i, keys, q, rel)
 	c.observeNode(opRelease, i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: c.o.clock.Now().Sub(start)})
 }
 
@@ -165,9 +165,9 @@ func (c *Client) releaseLate(keys []string, ttl time.Duration, i int, q uint64, 
 // record when the call returns; later acquisitions of the same keys on
 // node i by this Client wait for it (see releases). Release calls are
 // never skipped, so every record is cleared.
-func (c *Client) release(ctx context.Context, i int, keys []string, q uint64, rel *node.Cmd) (bool, error) {
+func (c *Client) release(ctx context.Context, i int, keys []string, q uint64, rel *node.Cmd) (int64, bool, error) {
 	defer c.rel.done(i, keys, q)
-	return c.nodes[i].Do(ctx, rel)
+	return c.nodes[i].DoValue(ctx, rel)
 }
 
 // newOwner returns a fresh owner value: the Client's instance id, a colon
@@ -184,34 +184,13 @@ func (c *Client) newOwner() (string, error) {
 	return string(v), nil
 }
 
-// errNotSent marks a node call that was skipped because nothing of ours
-// can be there; it is not reported to node observers.
-var errNotSent = errors.New("redlock: not sent")
-
-// errReleasePending is the error of an acquisition call that was not sent
-// because this Client's own release of the key on that node was still in
-// flight at the node deadline (sending it would race the release).
-var errReleasePending = errors.New("redlock: not sent: this client's release of the key on this node was still in flight")
-
-// notSent reports the errors of node calls that sent nothing.
-func notSent(err error) bool {
-	return err == errNotSent || err == ErrNodeSkipped || err == errReleasePending
-}
-
 // mayHold reports whether node i, which answered v, may hold an attempt's
 // owner value: it said yes, or its call failed in a way that may have run
 // the command (node.MayHaveRun: a timeout, a connection lost after the
 // write). A plain no (the key was held by someone else), an error reply,
 // a refused connection and a call that was never sent leave nothing there.
 func (c *Client) mayHold(i int, v quorum.Vote) bool {
-	return v.OK || v.Err != nil && (isDiscountedYes(v.Err) || !notSent(v.Err) && !isGated(v.Err) && c.nodes[i].MayHaveRun(v.Err))
-}
-
-// isGated reports an acquisition call not sent because of what its
-// node's identification found (see identifyFirst).
-func isGated(err error) bool {
-	var ge *gatedError
-	return errors.As(err, &ge)
+	return v.OK || v.Err != nil && (isDiscountedYes(v.Err) || !notSent(v.Err) && c.nodes[i].MayHaveRun(v.Err))
 }
 
 // isDiscountedYes reports whether err is a yes that did not count (see

@@ -104,15 +104,15 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a 
 		return top, out
 	}
 	raise := node.RaiseFence(keys, a.fences, a.owner, top, fenceTTL(ttl))
-	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (bool, error) {
+	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (int64, bool, error) {
 		if low&(1<<i) == 0 {
-			return false, errNotSent
+			return 0, false, errNotSent
 		}
 		ok, err := c.nodes[i].Do(ctx, raise)
 		if err == nil && !ok {
 			err = ErrFenceNotRaised
 		}
-		return ok, err
+		return 0, ok, err
 	}).Wait(ctx)
 	if r.Reached && r.Err == nil {
 		return top, out

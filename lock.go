@@ -401,11 +401,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if err == nil {
 		cmd := node.Extend(l.keys, l.owner, ttl)
 		c.noteTTL(ttl) // a longer TTL than the acquisition's is published first
-		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (bool, error) {
+		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 			if err := c.publish(ctx, i); err != nil {
-				return false, err
+				return 0, false, err
 			}
-			return c.nodes[i].Do(ctx, cmd)
+			return c.nodes[i].DoValue(ctx, cmd)
 		}).Wait(ctx)
 		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
 	}

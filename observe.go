@@ -198,9 +198,9 @@ func (o outcome) level() (slog.Level, string) {
 }
 
 // observeNode reports one node call to the node observers; calls that sent
-// nothing are not reported.
+// nothing to the node are not reported.
 func (c *Client) observeNode(o op, i int, v quorum.Vote) {
-	if notSent(v.Err) {
+	if untouched(v.Err) {
 		return
 	}
 	e := NodeEvent{Op: o.String(), NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},

@@ -398,10 +398,10 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	}
 	c.identify(ctx, i)
 	if err := ctx.Err(); err != nil && c.stale(i) {
-		return &gatedError{c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err}
+		return gated(c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err)
 	}
 	if err := c.discount(i); err != nil {
-		return &gatedError{c.nodes[i].Addr(), "identity learned", err}
+		return gated(c.nodes[i].Addr(), "identity learned", err)
 	}
 	return nil
 }
@@ -423,7 +423,7 @@ func (c *Client) noteTTL(ttl time.Duration) {
 // restart reads it there (readMaxTTL). A node that refuses the raise (an
 // ACL without the key or EVALSHA) is not asked again until it restarts; its
 // restarts are then covered by the deployment setting only. Any other
-// failure is returned as a gatedError: the command is not sent.
+// failure is returned as a not-sent error (gated): the command is not sent.
 func (c *Client) publish(ctx context.Context, i int) error {
 	if c.q == nil {
 		return nil
@@ -435,7 +435,7 @@ func (c *Client) publish(ctx context.Context, i int) error {
 	_, err := c.nodes[i].Do(ctx, node.RaiseMaxTTL(time.Duration(want)))
 	var re redis.Error
 	if err != nil && !errors.As(err, &re) {
-		return &gatedError{c.nodes[i].Addr(), "TTL register (" + node.MaxTTLKey + ") not raised", err}
+		return gated(c.nodes[i].Addr(), "TTL register ("+node.MaxTTLKey+") not raised", err)
 	}
 	for cur := c.ids.pub[i].Load(); want > cur && !c.ids.pub[i].CompareAndSwap(cur, want); cur = c.ids.pub[i].Load() {
 	}
@@ -480,19 +480,6 @@ func refusesInfo(err error) bool {
 	var re redis.Error
 	return errors.As(err, &re) || errors.Is(err, node.ErrNoRunID)
 }
-
-// gatedError is the error of an acquisition call not sent because of
-// what identifyFirst found: nothing to undo there. Its cause is a timeout
-// (the node is then probed, see nodeHealth) or the gate's error.
-type gatedError struct {
-	addr, what string
-	err        error
-}
-
-func (e *gatedError) Error() string {
-	return "redlock: not sent to node " + e.addr + ": " + e.what + ": " + e.err.Error()
-}
-func (e *gatedError) Unwrap() error { return e.err }
 
 // discountedYes is the error of a yes from a node found, right after the
 // command redialed it, to be quarantined or an alias: the vote does not

@@ -486,8 +486,9 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 
 // round sends call to every node under the per-node deadline for ttl and
 // returns at once; the calls share one deadline context, cancelled once
-// the last of them has returned.
-func (c *Client) round(ctx context.Context, o op, ttl time.Duration, need int, call quorum.Call) *quorum.Round {
+// the last of them has returned. A call's yes may carry a value
+// (Vote.Value); calls without one return 0.
+func (c *Client) round(ctx context.Context, o op, ttl time.Duration, need int, call quorum.ValueCall) *quorum.Round {
 	return c.roundWithin(ctx, o, c.callTimeout(ttl), need, call)
 }
 
@@ -511,17 +512,7 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // socket may still run on the node with its answer unknown, while one that
 // runs to its answer tells exactly what is there to undo. The caller's wait
 // (Round.Wait) still ends with ctx.
-func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call) *quorum.Round {
-	return c.start(ctx, o, timeout, need, call, nil)
-}
-
-// roundValue is round for calls whose yes carries a value (Vote.Value).
-func (c *Client) roundValue(ctx context.Context, o op, ttl time.Duration, need int, call quorum.ValueCall) *quorum.Round {
-	return c.start(ctx, o, c.callTimeout(ttl), need, nil, call)
-}
-
-// start is roundWithin for call or, if it is nil, vcall.
-func (c *Client) start(ctx context.Context, o op, timeout time.Duration, need int, call quorum.Call, vcall quorum.ValueCall) *quorum.Round {
+func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.ValueCall) *quorum.Round {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(o)}
 	if len(c.o.nodeObs) > 0 {
@@ -529,7 +520,7 @@ func (c *Client) start(ctx context.Context, o op, timeout time.Duration, need in
 	}
 	canSkip := c.canSkip(o, need)
 	return quorum.StartValue(ctx, cfg, func(ctx context.Context, i int) (int64, bool, error) {
-		return c.call(ctx, i, canSkip, call, vcall)
+		return c.call(ctx, i, canSkip, call)
 	})
 }
 
@@ -560,15 +551,8 @@ type nodeHealth struct {
 	probing atomic.Bool
 }
 
-// ErrNodeSkipped is the error of a node that an acquisition or extension
-// did not send to: its last call timed out, a probe to it was in flight,
-// and the other nodes could make the quorum. Nothing was sent, so nothing
-// needs undoing there.
-var ErrNodeSkipped = errors.New("redlock: node skipped: its last call timed out and a probe is in flight")
-
-// call runs op (or, if it is nil, vop) on node i, applying and updating
-// the node's health.
-func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call, vop quorum.ValueCall) (int64, bool, error) {
+// call runs op on node i, applying and updating the node's health.
+func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.ValueCall) (int64, bool, error) {
 	h := &c.health[i]
 	if h.suspect.Load() {
 		if h.probing.CompareAndSwap(false, true) {
@@ -577,16 +561,9 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.Call, 
 			return 0, false, ErrNodeSkipped
 		}
 	}
-	var v int64
-	var ok bool
-	var err error
-	if vop != nil {
-		v, ok, err = vop(ctx, i)
-	} else {
-		ok, err = op(ctx, i)
-	}
+	v, ok, err := op(ctx, i)
 	switch {
-	case notSent(err): // nothing reached the node: its health is unknown
+	case untouched(err): // nothing reached the node: its health is unknown
 	case err != nil && node.IsTimeout(err):
 		h.suspect.Store(true)
 	default:

@@ -78,10 +78,10 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 		}
 	}
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
-	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (bool, error) {
+	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if !l.won.mayHold(c, i) {
 			c.rel.done(i, l.keys, q)
-			return false, errNotSent // nothing of ours was written there
+			return 0, false, errNotSent // nothing of ours was written there
 		}
 		if c.nodes[i].Announces() {
 			return c.release(ctx, i, l.keys, q, announce)

@@ -3,6 +3,8 @@
 // failed that a quorum can no longer be reached. It does not wait for slow
 // nodes; the round keeps their answers as they arrive after the decision
 // (Then, Answer), so its owner can act on each node's final answer.
+// StartBatch puts many questions to every node in one call each and
+// decides each question on its own quorum, by the same count.
 package quorum
 
 import (
@@ -98,10 +100,8 @@ type Outcome struct {
 
 // Round is one fan-out in progress.
 type Round struct {
-	cfg     Config
-	start   time.Time
+	core
 	wg      sync.WaitGroup
-	mu      sync.Mutex
 	votes   []Vote // at the decision; frozen after it
 	answers []Vote // every answer as it arrives, late ones included
 	arrived []bool // answers[i] is set
@@ -111,51 +111,35 @@ type Round struct {
 	inlineA [5]Vote
 	inlineB [5]bool
 	inlineC [5]bool
-	off     []bool // per node: its yes does not count (Config.Counts)
-	yes     int
-	no      int
-	failed  int
-	left    int // countable nodes that have not answered
-	running int // calls that have not returned
-	decided bool
-	done    chan struct{}
+	inlineT [1]tally
 	ctx     context.Context // passed to every call
-	fn      Call
-	vfn     ValueCall // instead of fn (StartValue)
+	fn      ValueCall
 }
 
 // Start sends call to every node, each on its own goroutine, and returns at
-// once. ctx is passed to every call.
+// once. ctx is passed to every call. It is StartValue for calls whose yes
+// carries no value.
 func Start(ctx context.Context, cfg Config, call Call) *Round {
-	return start(ctx, cfg, call, nil)
+	return start(ctx, cfg, func(ctx context.Context, i int) (int64, bool, error) {
+		ok, err := call(ctx, i)
+		return 0, ok, err
+	})
 }
 
 // StartValue is Start for calls whose yes carries a value.
 func StartValue(ctx context.Context, cfg Config, call ValueCall) *Round {
-	return start(ctx, cfg, nil, call)
+	return start(ctx, cfg, call)
 }
 
-func start(ctx context.Context, cfg Config, call Call, vcall ValueCall) *Round {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
-	r := &Round{cfg: cfg, done: make(chan struct{}), ctx: ctx, fn: call, vfn: vcall}
+func start(ctx context.Context, cfg Config, call ValueCall) *Round {
+	r := &Round{ctx: ctx, fn: call}
 	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
 		r.votes, r.answers, r.arrived, r.off = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N], r.inlineC[:cfg.N]
 	} else {
 		r.votes, r.answers, r.arrived, r.off = make([]Vote, cfg.N), make([]Vote, cfg.N), make([]bool, cfg.N), make([]bool, cfg.N)
 	}
-	for i := 0; i < cfg.N; i++ {
-		if cfg.Counts == nil || cfg.Counts(i) {
-			r.left++
-		} else {
-			r.off[i] = true
-		}
-	}
-	r.start = cfg.Now()
-	r.running = cfg.N
-	r.check()
+	r.init(cfg, r.inlineT[:])
 	if cfg.Track != nil {
 		cfg.Track.Add(cfg.N)
 	}
@@ -174,14 +158,7 @@ func (r *Round) call(i int) {
 	if r.cfg.Track != nil {
 		defer r.cfg.Track.Done()
 	}
-	var val int64
-	var ok bool
-	var err error
-	if r.vfn != nil {
-		val, ok, err = r.vfn(r.ctx, i)
-	} else {
-		ok, err = r.fn(r.ctx, i)
-	}
+	val, ok, err := r.fn(r.ctx, i)
 	r.record(i, val, ok, err)
 }
 
@@ -191,28 +168,15 @@ func (r *Round) record(i int, val int64, ok bool, err error) {
 		v.Value = val
 	}
 	r.mu.Lock()
-	r.running--
-	if r.running == 0 && r.cfg.Finally != nil {
+	if r.returned() && r.cfg.Finally != nil {
 		defer r.cfg.Finally()
 	}
 	late := r.decided
 	if !late {
 		v.Done = true
 		r.votes[i] = v
-		switch {
-		case err != nil:
-			r.failed++
-		case v.OK:
-			if !r.off[i] {
-				r.yes++
-			}
-		default:
-			r.no++
-		}
-		if !r.off[i] {
-			r.left--
-		}
-		r.check()
+		r.count(0, v)
+		r.settle()
 	}
 	r.answers[i], r.arrived[i] = v, true
 	then := r.then
@@ -258,18 +222,6 @@ func (r *Round) Answer(node int) Vote {
 	return r.answers[node]
 }
 
-// check decides the round if the outcome is known. r.mu must be held (or r
-// not yet shared).
-func (r *Round) check() {
-	if r.decided {
-		return
-	}
-	if r.yes >= r.cfg.Need || r.yes+r.left < r.cfg.Need {
-		r.decided = true
-		close(r.done)
-	}
-}
-
 // Wait returns the outcome as soon as the round is decided, or when ctx is
 // done (then Outcome.Err is ctx's error, unless the quorum was reached
 // first). Nodes that have not answered are reported with
@@ -283,10 +235,11 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	t := &r.tallies[0]
 	if !r.decided {
 		r.decided = true
 		close(r.done)
-	} else if r.yes >= r.cfg.Need {
+	} else if t.yes >= t.need {
 		ctxErr = nil
 	} else {
 		ctxErr = ctx.Err() // calls failed because ctx ended
@@ -298,15 +251,7 @@ func (r *Round) Wait(ctx context.Context) Outcome {
 			r.votes[i] = Vote{Err: ErrPending, Discounted: r.off[i]}
 		}
 	}
-	out := Outcome{
-		Votes:   r.votes,
-		Yes:     r.yes,
-		No:      r.no,
-		Failed:  r.failed,
-		Reached: r.yes >= r.cfg.Need,
-		Err:     ctxErr,
-	}
-	return out
+	return t.outcome(r.votes, ctxErr)
 }
 
 // WaitAll blocks until every call has returned, stragglers included.

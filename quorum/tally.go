@@ -1,0 +1,116 @@
+package quorum
+
+import (
+	"sync"
+	"time"
+)
+
+// tally counts the votes on one question put to every node (a round's
+// command, or one item of a batch) and decides it: once yes reaches need,
+// or once too few countable nodes are left to reach it. (int32 keeps a
+// Round, which holds one, within its allocation size class.)
+type tally struct {
+	need, yes, no, failed int32
+	left                  int32 // countable nodes that have not answered
+	decided               bool
+}
+
+// add counts v (a discounted yes counts for nothing, a discounted node
+// was never left) and reports whether v decided the tally.
+func (t *tally) add(v Vote) bool {
+	switch {
+	case v.Err != nil:
+		t.failed++
+	case v.OK:
+		if !v.Discounted {
+			t.yes++
+		}
+	default:
+		t.no++
+	}
+	if !v.Discounted {
+		t.left--
+	}
+	return t.check()
+}
+
+// check decides t if its outcome is known, reporting whether it did now.
+func (t *tally) check() bool {
+	if !t.decided && (t.yes >= t.need || t.yes+t.left < t.need) {
+		t.decided = true
+		return true
+	}
+	return false
+}
+
+func (t *tally) outcome(votes []Vote, err error) Outcome {
+	return Outcome{Votes: votes, Yes: int(t.yes), No: int(t.no), Failed: int(t.failed), Reached: t.yes >= t.need, Err: err}
+}
+
+// core is what single rounds and batches share: the per-node gate, one
+// tally per question, and the decision, taken once every tally is
+// decided. A node's answer is counted on every question until then, and
+// on none after it.
+type core struct {
+	cfg     Config
+	start   time.Time
+	mu      sync.Mutex
+	off     []bool  // per node: its yes does not count (Config.Counts)
+	tallies []tally // per question
+	open    int     // tallies not decided
+	running int     // calls that have not returned
+	decided bool
+	done    chan struct{} // closed at the decision
+}
+
+// init sets c up for cfg over tallies, with c.off of length cfg.N; it
+// asks Counts once per node and decides at once if the outcome is already
+// known (too many nodes discounted).
+func (c *core) init(cfg Config, tallies []tally) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	c.cfg, c.tallies, c.done = cfg, tallies, make(chan struct{})
+	var left int32
+	for i := range c.off {
+		if cfg.Counts == nil || cfg.Counts(i) {
+			left++
+		} else {
+			c.off[i] = true
+		}
+	}
+	c.open = len(tallies)
+	for j := range tallies {
+		tallies[j] = tally{need: int32(cfg.Need), left: left}
+		if tallies[j].check() {
+			c.open--
+		}
+	}
+	c.start = cfg.Now()
+	c.running = cfg.N
+	c.settle()
+}
+
+// count counts a node's vote v on question j. c.mu must be held and the
+// round not decided.
+func (c *core) count(j int, v Vote) {
+	if c.tallies[j].add(v) {
+		c.open--
+	}
+}
+
+// settle decides the round once every question is. c.mu must be held (or
+// c not yet shared).
+func (c *core) settle() {
+	if !c.decided && c.open == 0 {
+		c.decided = true
+		close(c.done)
+	}
+}
+
+// returned notes that a call returned and reports whether it was the
+// last. c.mu must be held.
+func (c *core) returned() bool {
+	c.running--
+	return c.running == 0
+}
