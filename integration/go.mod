@@ -7,8 +7,8 @@ require (
 	github.com/moby/moby/client v0.6.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.14.0
-	github.com/redlock-go/redlock v0.0.0
-	github.com/redlock-go/redlock/redlockotel v0.0.0
+	github.com/redlock-go/redlock v0.1.0
+	github.com/redlock-go/redlock/redlockotel v0.1.0
 	github.com/testcontainers/testcontainers-go v0.45.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
@@ -77,7 +77,3 @@ require (
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 )
-
-replace github.com/redlock-go/redlock => ../
-
-replace github.com/redlock-go/redlock/redlockotel => ../redlockotel

@@ -9,8 +9,8 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
-	github.com/redlock-go/redlock v0.0.0
-	github.com/redlock-go/redlock/redlockotel v0.0.0
+	github.com/redlock-go/redlock v0.1.0
+	github.com/redlock-go/redlock/redlockotel v0.1.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.uber.org/goleak v1.3.0
@@ -50,7 +50,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/text v0.44.0 // indirect
 )
-
-replace github.com/redlock-go/redlock => ../..
-
-replace github.com/redlock-go/redlock/redlockotel => ../../redlockotel

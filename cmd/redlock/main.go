@@ -7,6 +7,7 @@
 //	redlock unlock KEY --force --nodes URLS
 //	redlock doctor --nodes URLS [--node-timeout 50ms] [--ttl 10s] [--drift-factor 0.01] [--samples 20] [--window 2s] [--quorum K] [--json]
 //	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
+//	redlock version (or --version)
 //
 // Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
 // partial or TTL-less locks, doctor found a FAIL, bench failed); 2 usage
@@ -55,6 +56,7 @@ const usage = `usage:
                                                              check the nodes against what the algorithm needs
   redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
                                                              this library vs go-redsync, side by side
+  redlock version (or --version)                             the module version of this binary and its Go version
 
 URLS is a comma-separated list of redis:// or rediss:// URLs, one per independent node.
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
@@ -89,6 +91,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDoctor(args[1:], stdout)
 	case "bench":
 		err = cmdBench(args[1:], stdout, stderr)
+	case "version", "--version":
+		cmdVersion(stdout)
+		return exitOK
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

@@ -2,11 +2,9 @@ module github.com/redlock-go/redlock/examples/stock
 
 go 1.25.0
 
-replace github.com/redlock-go/redlock => ../..
-
 require (
 	github.com/jackc/pgx/v5 v5.13.0
-	github.com/redlock-go/redlock v0.0.0
+	github.com/redlock-go/redlock v0.1.0
 )
 
 require (

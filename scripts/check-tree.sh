@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Fails when the tracked tree holds what a release must not ship:
+#  - a replace directive in a go.mod: `go install ...@version` refuses a
+#    module whose go.mod has one, and a path replace points at the author's
+#    disk (local builds get the same effect from go.work);
+#  - a compiled binary (ELF, Mach-O, PE) or any file over 1 MB.
+# It reads the index (what the next commit holds), so it needs only git, od.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+max=$((1024 * 1024))
+fail=0
+
+if out=$(git grep --cached -n -E '^[[:space:]]*replace([[:space:]]|\()' -- '*go.mod'); then
+	echo "check-tree: replace directive in a go.mod (use go.work for local builds):"
+	echo "$out"
+	fail=1
+fi
+
+# magic names the binary format of a file's first 4 bytes (hex), or nothing.
+magic() {
+	case "$1" in
+	7f454c46) echo ELF ;;
+	feedface | feedfacf | cefaedfe | cffaedfe | cafebabe) echo Mach-O ;;
+	4d5a*) echo PE ;;
+	esac
+}
+
+# Sizes of the index's blobs in one git process; submodule entries
+# (mode 160000) have no blob.
+while read -r size path; do
+	if [ "$size" -gt "$max" ]; then
+		echo "check-tree: $path is $size bytes (limit $max)"
+		fail=1
+	fi
+done < <(git ls-files -s |
+	awk -F'\t' '{ split($1, m, " "); if (m[1] != "160000") print m[2] " " $2 }' |
+	git cat-file --batch-check='%(objectsize) %(rest)')
+
+# Only files git sees as non-text in the index can be executables; their
+# first 4 bytes name the format.
+while IFS=$'\t' read -r _ path; do
+	# head closes the pipe early: cat-file's SIGPIPE is expected.
+	head4=$(git cat-file blob ":$path" | head -c 4 | od -An -tx1 | tr -d ' \n') || true
+	kind=$(magic "$head4")
+	if [ -n "$kind" ]; then
+		echo "check-tree: $path is an executable ($kind)"
+		fail=1
+	fi
+done < <(git ls-files --eol | grep '^i/-text')
+
+if [ "$fail" -ne 0 ]; then
+	echo "check-tree: FAIL (git rm --cached the file, or move the replace to go.work)"
+	exit 1
+fi
+echo "check-tree: ok ($(git ls-files | wc -l) tracked files)"
