@@ -271,6 +271,7 @@ type identities struct {
 	maxTTL  atomic.Int64    // longest TTL used: published, and part of the window
 	pub     []atomic.Int64  // the longest TTL known raised in each node's register (see publish)
 	alias   []atomic.Bool   // ErrSameServer logged once per node
+	noInfo  []atomic.Bool   // the node refused INFO (an ACL): it cannot be identified, and counts unprotected
 }
 
 // dialHook bumps a node's dial count: a new connection may reach a server
@@ -308,6 +309,7 @@ func (c *Client) identify(ctx context.Context, i int) {
 	g := c.ids.gen[i].Load()
 	id, err := c.nodes[i].Identify(ctx)
 	if refusesInfo(err) {
+		c.ids.noInfo[i].Store(true)
 		c.ids.learned[i].Store(g + 1)
 	}
 	if err != nil {
@@ -502,7 +504,7 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 	}
 	if c.ids.gen[i].Load() != g || c.stale(i) {
 		c.identify(ctx, i)
-		if ok && err == nil && c.stale(i) { // identity unreadable in time: it may be a restart
+		if ok && err == nil && c.stale(i) && !c.ids.noInfo[i].Load() { // identity unreadable in time: it may be a restart
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 		}
 	}
@@ -535,6 +537,7 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
 	c.ids.alias = make([]atomic.Bool, len(clients))
+	c.ids.noInfo = make([]atomic.Bool, len(clients))
 	c.ids.pub = make([]atomic.Int64, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})

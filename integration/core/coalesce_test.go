@@ -86,9 +86,7 @@ func TestFrozenNodeCoalescedOneBatchAtATime(t *testing.T) {
 		t.Error("no acquisition reached the frozen node")
 	}
 	for i, n := range nodes {
-		cl := n.Client()
-		keys, err := cl.Keys(ctx, "*").Result()
-		cl.Close()
+		keys, err := lockKeys(ctx, n)
 		if err != nil || len(keys) != 0 {
 			t.Errorf("node %d: keys left after every lock was released: %v %v", i, keys, err)
 		}

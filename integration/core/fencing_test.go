@@ -351,7 +351,8 @@ func TestFenceRegistersExpire(t *testing.T) {
 	noTTL, withTTL := 0, 0
 	for i, n := range nodes {
 		rc := n.Client()
-		for _, k := range rc.Keys(ctx, "*").Val() {
+		left, _ := lockKeys(ctx, n)
+		for _, k := range left {
 			switch p := rc.PTTL(ctx, k).Val(); {
 			case p > 0:
 				withTTL++

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/node"
 )
 
 func TestMain(m *testing.M) {
@@ -95,4 +96,20 @@ func count(vals []string, want string) int {
 		}
 	}
 	return k
+}
+
+// lockKeys returns the keys on node n but the Clients' TTL register
+// (node.MaxTTLKey, one per node, kept on purpose): what locks and fence
+// registers left.
+func lockKeys(ctx context.Context, n *harness.Node) ([]string, error) {
+	cl := n.Client()
+	defer cl.Close()
+	all, err := cl.Keys(ctx, "*").Result()
+	keys := all[:0]
+	for _, k := range all {
+		if k != node.MaxTTLKey {
+			keys = append(keys, k)
+		}
+	}
+	return keys, err
 }
