@@ -47,9 +47,10 @@ type checker struct {
 	recs     []*rec
 	live     map[*redlock.Lock]*rec
 	restarts [][]time.Time // per node: when each empty restart ended
-	found    []string      // violations, first ones
-	count    atomic.Int64  // violations
-	samples  atomic.Int64  // checks of kind (1) that compared against the nodes
+	found    []string      // violations, the first of each owner value
+	seen     map[string]bool
+	count    atomic.Int64 // violations
+	samples  atomic.Int64 // checks of kind (1) that compared against the nodes
 }
 
 // ownerState counts the workload's operations on one owner value (a Lock
@@ -58,6 +59,19 @@ type ownerState struct {
 	inflight int
 	epoch    uint64 // bumped at every start and end
 	acqCall  time.Time
+	history  []string // the workload's last operations, for a report
+}
+
+// note adds what the workload did with l to its owner's history.
+func (c *checker) note(l *redlock.Lock, format string, args ...any) {
+	msg := fmt.Sprintf("%v ", c.rel(time.Now())) + fmt.Sprintf(format, args...)
+	c.mu.Lock()
+	s := c.owner(l.Owner())
+	if len(s.history) >= 12 {
+		s.history = s.history[1:]
+	}
+	s.history = append(s.history, msg)
+	c.mu.Unlock()
 }
 
 type rec struct {
@@ -70,7 +84,7 @@ type rec struct {
 
 func newChecker(t testing.TB, nodes []*harness.Node) *checker {
 	c := &checker{t: t, nodes: nodes, need: len(nodes)/2 + 1, owners: map[string]*ownerState{},
-		live: map[*redlock.Lock]*rec{}, restarts: make([][]time.Time, len(nodes))}
+		live: map[*redlock.Lock]*rec{}, seen: map[string]bool{}, restarts: make([][]time.Time, len(nodes))}
 	for _, n := range nodes {
 		c.admin = append(c.admin, redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true,
 			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
@@ -161,15 +175,19 @@ func (c *checker) excused(i int, owner string) bool {
 	return false
 }
 
-func (c *checker) violation(format string, args ...any) {
-	n := c.count.Add(1)
+// violation records one; only the first of each owner value (or pair) is
+// kept and logged, the later ones are counted.
+func (c *checker) violation(who string, format string, args ...any) {
+	c.count.Add(1)
 	msg := fmt.Sprintf(format, args...)
 	c.mu.Lock()
-	if len(c.found) < 10 {
+	first := !c.seen[who]
+	c.seen[who] = true
+	if first && len(c.found) < 20 {
 		c.found = append(c.found, msg)
 	}
 	c.mu.Unlock()
-	if n <= 10 && !c.silent {
+	if first && !c.silent {
 		c.t.Logf("VIOLATION: %s", msg)
 	}
 }
@@ -285,13 +303,14 @@ func (c *checker) judge(sm sample, rd []map[string]reading) {
 			detail = append(detail, fmt.Sprintf("n%d:%s pttl=%v<%v", i, v, x.pttl, bound))
 		}
 	}
+	hist := strings.Join(c.owners[sm.owner].history, "; ")
 	c.mu.Unlock()
 	if debug {
 		c.t.Logf("judge %q %s r=%v bad=%d: %s", sm.key, short(sm.owner), sm.remain, bad, strings.Join(detail, " "))
 	}
 	if bad > len(c.nodes)-c.need {
-		c.violation("(1) key %q owner %s reports held with %v left, but only %d node(s) hold it that long (%d unknown): %s",
-			sm.key, short(sm.owner), sm.remain.Round(time.Millisecond), hold, unknown, strings.Join(detail, " "))
+		c.violation(sm.owner, "(1) key %q owner %s reports held with %v left at %v, but only %d node(s) hold it that long (%d unknown): %s [history: %s]",
+			sm.key, short(sm.owner), sm.remain.Round(time.Millisecond), c.rel(sm.t1), hold, unknown, strings.Join(detail, " "), hist)
 	}
 }
 
@@ -349,7 +368,7 @@ func (c *checker) overlaps() {
 			for j := 0; j < i; j++ {
 				a, b := rs[j], rs[i] // a.ret <= b.ret
 				if b.ret.Before(a.last) {
-					c.violation("(2) key %q: %s %s held over [%v, %v] and %s %s over [%v, %v]: both held for %v",
+					c.violation(a.owner+" "+b.owner, "(2) key %q: %s %s held over [%v, %v] and %s %s over [%v, %v]: both held for %v",
 						k, a.client, short(a.owner), c.rel(a.ret), c.rel(a.last), b.client, short(b.owner), c.rel(b.ret), c.rel(b.last),
 						earlier(a.last, b.last).Sub(b.ret).Round(time.Microsecond))
 				}
@@ -392,7 +411,7 @@ func (c *checker) verify(l *redlock.Lock) string {
 	if len(c.found) > n {
 		return c.found[n]
 	}
-	return "violation"
+	return "violation (as before, same owner value)"
 }
 
 // delAll deletes key on every node behind the library's back.

@@ -55,9 +55,10 @@ func releaseOnLost(chk *checker) redlock.Option {
 		}
 		chk.begin(ev.Lock)
 		ctx, cancel := bg(2 * time.Second)
-		_ = ev.Lock.Release(ctx)
+		err := ev.Lock.Release(ctx)
 		cancel()
 		chk.end(ev.Lock)
+		chk.note(ev.Lock, "lost (%v), observer released: %v", ev.Err, err)
 	})
 }
 
@@ -76,9 +77,11 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 			return between(r, 500*time.Millisecond, 2*time.Second)
 		}},
 	}
+	// Every lease is set: maxTTL bounds every TTL, and so how often a
+	// node may restart empty (see nemesis).
 	opts := [][]redlock.Option{
-		nil,
-		nil,
+		{redlock.WithWatchdog(time.Second, 300*time.Millisecond)},
+		{redlock.WithWatchdog(3*time.Second, time.Second)},
 		{redlock.WithWatchdog(2*time.Second, 500*time.Millisecond)},
 		{redlock.WithFencing(), redlock.WithWatchdog(1500*time.Millisecond, 400*time.Millisecond)},
 	}
@@ -138,6 +141,7 @@ func (w *worker) hold() {
 		return
 	}
 	w.chk.acquired(l, w.c.name, call, ret)
+	w.chk.note(l, "%s acquired ttl %v, remaining %v", w.c.name, ttl, l.Remaining())
 	for n := w.r.IntN(4); n > 0; n-- {
 		switch w.r.IntN(4) {
 		case 0:
@@ -163,8 +167,9 @@ func (w *worker) hold() {
 	}
 	w.chk.op(l, func() {
 		ctx, cancel := bg(2 * time.Second)
-		_ = l.Release(ctx)
+		err := l.Release(ctx)
 		cancel()
+		w.chk.note(l, "released: %v", err)
 	})
 	w.ops.Add(1)
 }
@@ -172,8 +177,10 @@ func (w *worker) hold() {
 func (w *worker) extend(l *redlock.Lock, ttl time.Duration) {
 	w.chk.op(l, func() {
 		ctx, cancel := bg(time.Second)
-		_ = l.Extend(ctx, ttl)
+		w.chk.note(l, "extend(%v) starts", ttl)
+		err := l.Extend(ctx, ttl)
 		cancel()
+		w.chk.note(l, "extend(%v): %v, remaining %v", ttl, err, l.Remaining())
 	})
 	w.ops.Add(1)
 }
@@ -204,6 +211,7 @@ func (w *worker) runFn() {
 	_ = w.c.c.Run(ctx, w.key, func(ctx context.Context) error {
 		l := redlock.LockFrom(ctx)
 		w.chk.acquired(l, w.c.name, call, time.Now())
+		w.chk.note(l, "%s Run acquired, remaining %v", w.c.name, l.Remaining())
 		select {
 		case <-time.After(hold):
 		case <-ctx.Done():
@@ -334,7 +342,7 @@ func TestInvariant(t *testing.T) {
 	}
 	t.Logf("%d operations, %d locks, %d checks against the nodes, faults %v", ops.Load(), len(chk.recs), chk.samples.Load(), faults)
 	if n := chk.count.Load(); n > 0 {
-		t.Errorf("%d violations of the promise (seed %d); first ones:\n%s", n, sd, joinLines(chk.found))
+		t.Errorf("%d violations of the promise by %d Locks or pairs (seed %d); the first of each:\n%s", n, len(chk.seen), sd, joinLines(chk.found))
 	}
 }
 
