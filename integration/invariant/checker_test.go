@@ -59,7 +59,9 @@ type ownerState struct {
 	inflight int
 	epoch    uint64 // bumped at every start and end
 	acqCall  time.Time
-	history  []string // the workload's last operations, for a report
+	history  []string  // the workload's last operations, for a report
+	badAt    time.Time // first violation of (1) at epoch badEpoch
+	badEpoch uint64
 }
 
 // note adds what the workload did with l to its owner's history.
@@ -274,6 +276,24 @@ func (c *checker) check(ls []*redlock.Lock) {
 	}
 }
 
+// persistAfter is longer than any node call of the workload's Clients
+// (their node timeout): a violation that persists that long, with no
+// workload operation since, is not an internal renewal still in flight.
+const persistAfter = 400 * time.Millisecond
+
+// persisting records a violation of (1) by sm and reports whether one was
+// seen persistAfter earlier or more with no workload operation since.
+func (c *checker) persisting(sm sample) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.owners[sm.owner]
+	if s.badAt.IsZero() || s.badEpoch != sm.epoch {
+		s.badAt, s.badEpoch = sm.t1, sm.epoch
+		return false
+	}
+	return sm.t1.Sub(s.badAt) >= persistAfter
+}
+
 // judge applies (1) to one sample.
 func (c *checker) judge(sm sample, rd []map[string]reading) {
 	bad, hold, unknown := 0, 0, 0
@@ -309,6 +329,9 @@ func (c *checker) judge(sm sample, rd []map[string]reading) {
 		c.t.Logf("judge %q %s r=%v bad=%d: %s", sm.key, short(sm.owner), sm.remain, bad, strings.Join(detail, " "))
 	}
 	if bad > len(c.nodes)-c.need {
+		if c.persisting(sm) {
+			c.violation("persist "+sm.owner, "(1, still so after %v with no operation between) key %q owner %s: %s", persistAfter, sm.key, short(sm.owner), strings.Join(detail, " "))
+		}
 		c.violation(sm.owner, "(1) key %q owner %s reports held with %v left at %v, but only %d node(s) hold it that long (%d unknown): %s [history: %s]",
 			sm.key, short(sm.owner), sm.remain.Round(time.Millisecond), c.rel(sm.t1), hold, unknown, strings.Join(detail, " "), hist)
 	}
@@ -368,9 +391,12 @@ func (c *checker) overlaps() {
 			for j := 0; j < i; j++ {
 				a, b := rs[j], rs[i] // a.ret <= b.ret
 				if b.ret.Before(a.last) {
-					c.violation(a.owner+" "+b.owner, "(2) key %q: %s %s held over [%v, %v] and %s %s over [%v, %v]: both held for %v",
+					c.mu.Lock()
+					ha, hb := strings.Join(c.owners[a.owner].history, "; "), strings.Join(c.owners[b.owner].history, "; ")
+					c.mu.Unlock()
+					c.violation(a.owner+" "+b.owner, "(2) key %q: %s %s held over [%v, %v] and %s %s over [%v, %v]: both held for %v [history of %s: %s] [history of %s: %s]",
 						k, a.client, short(a.owner), c.rel(a.ret), c.rel(a.last), b.client, short(b.owner), c.rel(b.ret), c.rel(b.last),
-						earlier(a.last, b.last).Sub(b.ret).Round(time.Microsecond))
+						earlier(a.last, b.last).Sub(b.ret).Round(time.Microsecond), short(a.owner), ha, short(b.owner), hb)
 				}
 			}
 		}

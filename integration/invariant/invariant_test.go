@@ -232,7 +232,7 @@ func (w *worker) runFn() {
 // empty restart at most once per maxTTL+1s, so that no lock loses a
 // majority to restarts), or cut off from the Clients (proxy). It leaves
 // every node running and reachable.
-func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int) {
+func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int, log *[]string) {
 	var lastEmpty time.Time
 	for !stop.Load() {
 		time.Sleep(between(r, 200*time.Millisecond, 800*time.Millisecond))
@@ -244,19 +244,26 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 			kind = "freeze"
 		}
 		counts[kind]++
+		var target string
+		begin := time.Now()
 		switch kind {
 		case "freeze":
-			n := cl.nodes[r.IntN(len(cl.nodes))]
-			n.Freeze()
-			time.Sleep(between(r, 100*time.Millisecond, 500*time.Millisecond))
-			n.Thaw()
+			i := r.IntN(len(cl.nodes))
+			d := between(r, 100*time.Millisecond, 500*time.Millisecond)
+			target = fmt.Sprintf("n%d for %v", i, d)
+			cl.nodes[i].Freeze()
+			time.Sleep(d)
+			cl.nodes[i].Thaw()
 		case "restart-aof":
-			if err := cl.nodes[r.IntN(persistent)].Restart(); err != nil {
+			i := r.IntN(persistent)
+			target = fmt.Sprintf("n%d", i)
+			if err := cl.nodes[i].Restart(); err != nil {
 				t.Errorf("restart: %v", err)
 				return
 			}
 		case "restart-empty":
 			i := persistent + r.IntN(len(cl.nodes)-persistent)
+			target = fmt.Sprintf("n%d", i)
 			chk.restarting(i)
 			err := cl.nodes[i].Restart()
 			chk.restarted(i)
@@ -266,11 +273,15 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 				return
 			}
 		case "partition":
-			p := cl.proxies[r.IntN(len(cl.proxies))]
-			p.Set([]harness.Fault{harness.Blackhole, harness.Refuse}[r.IntN(2)])
-			time.Sleep(between(r, 200*time.Millisecond, time.Second))
-			p.Heal()
+			i := r.IntN(len(cl.proxies))
+			f := []harness.Fault{harness.Blackhole, harness.Refuse}[r.IntN(2)]
+			d := between(r, 200*time.Millisecond, time.Second)
+			target = fmt.Sprintf("n%d %v for %v", i, f, d)
+			cl.proxies[i].Set(f)
+			time.Sleep(d)
+			cl.proxies[i].Heal()
 		}
+		*log = append(*log, fmt.Sprintf("%v-%v %s %s", chk.rel(begin), chk.rel(time.Now()), kind, target))
 	}
 }
 
@@ -309,9 +320,10 @@ func TestInvariant(t *testing.T) {
 		}
 	}()
 	faults := map[string]int{}
+	var faultLog []string
 	go func() {
 		defer bgwg.Done()
-		nemesis(t, cl, chk, mrand.New(mrand.NewPCG(sd, 0)), &stopNem, faults)
+		nemesis(t, cl, chk, mrand.New(mrand.NewPCG(sd, 0)), &stopNem, faults, &faultLog)
 	}()
 
 	rnd := mrand.New(mrand.NewPCG(sd, 1<<40))
@@ -342,6 +354,7 @@ func TestInvariant(t *testing.T) {
 	}
 	t.Logf("%d operations, %d locks, %d checks against the nodes, faults %v", ops.Load(), len(chk.recs), chk.samples.Load(), faults)
 	if n := chk.count.Load(); n > 0 {
+		t.Logf("faults:\n%s", joinLines(faultLog))
 		t.Errorf("%d violations of the promise by %d Locks or pairs (seed %d); the first of each:\n%s", n, len(chk.seen), sd, joinLines(chk.found))
 	}
 }
