@@ -6,6 +6,7 @@ import (
 	mrand "math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,22 @@ const (
 	persistent = 2  // nodes 0 and 1 run appendonly: their restarts keep keys
 	maxTTL     = 5 * time.Second
 )
+
+// avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
+// leaves out of the workload what a known defect needs: "extend2" two
+// Extends of one Lock at once, "renewrace" an Extend of a watchdog lock
+// (it races the renewal), "observer" the observer's Release on "lost",
+// "handoff" local hand-off, "quarantine" a restart quarantine shorter
+// than other Clients' TTLs. A diagnostic, to tell a fault of the checker
+// from one of the library, and one defect from another.
+func avoid(what string) bool {
+	for _, a := range strings.Split(os.Getenv("INVARIANT_AVOID"), ",") {
+		if a == what || a == "known" {
+			return true
+		}
+	}
+	return false
+}
 
 // seed returns INVARIANT_SEED or a fresh seed, logged for a rerun.
 func seed(t *testing.T) uint64 {
@@ -50,7 +67,7 @@ func between(r *mrand.Rand, lo, hi time.Duration) time.Duration {
 // was lost, a natural clean-up.
 func releaseOnLost(chk *checker) redlock.Option {
 	return redlock.WithObserver(func(ev redlock.Event) {
-		if ev.Op != "lost" || ev.Lock == nil {
+		if ev.Op != "lost" || ev.Lock == nil || avoid("observer") {
 			return
 		}
 		chk.begin(ev.Lock)
@@ -89,6 +106,12 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		// A node timeout above the proxy's and the machine's hiccups;
 		// the call timeout is also capped at a tenth of the TTL.
 		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(c.name), releaseOnLost(chk)}, opts[i]...)
+		if avoid("handoff") {
+			o = append(o, redlock.WithLocalHandoff(0))
+		}
+		if avoid("quarantine") {
+			o = append(o, redlock.WithRestartQuarantine(2*maxTTL))
+		}
 		c.c = newClient(t, cl.urls(), o...)
 	}
 	return cs
@@ -147,9 +170,13 @@ func (w *worker) hold() {
 		case 0:
 			w.sleep(between(w.r, 0, 100*time.Millisecond))
 		case 1:
-			w.extend(l, between(w.r, 200*time.Millisecond, maxTTL))
+			if !avoid("renewrace") || ttl != redlock.Watchdog {
+				w.extend(l, between(w.r, 200*time.Millisecond, maxTTL))
+			}
 		case 2:
-			w.extend2(l, between(w.r, 200*time.Millisecond, maxTTL), between(w.r, 200*time.Millisecond, maxTTL))
+			if !avoid("extend2") {
+				w.extend2(l, between(w.r, 200*time.Millisecond, maxTTL), between(w.r, 200*time.Millisecond, maxTTL))
+			}
 		case 3:
 			w.chk.check([]*redlock.Lock{l})
 		}
@@ -292,6 +319,9 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 func TestInvariant(t *testing.T) {
 	sd := seed(t)
 	t.Logf("seed %d (rerun: INVARIANT_SEED=%d)", sd, sd)
+	if a := os.Getenv("INVARIANT_AVOID"); a != "" {
+		t.Logf("INVARIANT_AVOID=%s", a)
+	}
 	dur := 20 * time.Second
 	if os.Getenv("INVARIANT_LONG") != "" {
 		dur = 165 * time.Second
@@ -335,12 +365,12 @@ func TestInvariant(t *testing.T) {
 	time.Sleep(dur * 3 / 20)
 
 	stop.Store(true)
-	wedged := !guard(time.Minute, workers.Wait)
+	stopNem.Store(true)
+	wedged := !guard(30*time.Second, workers.Wait) // every operation is bounded well within it
 	if wedged {
 		dumpStacks(t)
-		t.Errorf("the workload did not finish within a minute of its end: an operation never returned (a wedged Client); its Clients are not closed")
+		t.Errorf("the workload did not finish within 30s of its end: an operation never returned (a wedged Client); its Clients are not closed")
 	}
-	stopNem.Store(true)
 	stopSampler.Store(true)
 	bgwg.Wait()
 	chk.sampleAll()
