@@ -26,7 +26,8 @@ const (
 // avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
 // leaves out of the workload what a known defect needs: "extend2" two
 // Extends of one Lock at once, "renewrace" an Extend of a watchdog lock
-// (it races the renewal), "observer" the observer's Release on "lost",
+// (it races the renewal), "extendrelease" a Release while an Extend of
+// the Lock is under way, "observer" the observer's Release on "lost",
 // "handoff" local hand-off, "quarantine" a restart quarantine shorter
 // than other Clients' TTLs. A diagnostic, to tell a fault of the checker
 // from one of the library, and one defect from another.
@@ -192,12 +193,20 @@ func (w *worker) hold() {
 		case <-time.After(maxTTL + time.Second):
 		}
 	}
+	var racing sync.WaitGroup
+	if !avoid("extendrelease") && w.r.IntN(8) == 0 { // Release while an Extend of l is under way
+		racing.Add(1)
+		ttl := between(w.r, 200*time.Millisecond, maxTTL)
+		go func() { defer racing.Done(); w.extend(l, ttl) }()
+		w.sleep(between(w.r, 0, 5*time.Millisecond))
+	}
 	w.chk.op(l, func() {
 		ctx, cancel := bg(2 * time.Second)
 		err := l.Release(ctx)
 		cancel()
 		w.chk.note(l, "released: %v", err)
 	})
+	racing.Wait()
 	w.ops.Add(1)
 }
 
