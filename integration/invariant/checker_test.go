@@ -90,7 +90,7 @@ func newChecker(t testing.TB, nodes []*harness.Node) *checker {
 	for _, n := range nodes {
 		c.admin = append(c.admin, redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true,
 			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
-			MaxRetries: -1, PoolSize: 4}))
+			MaxRetries: -1, PoolSize: 16}))
 	}
 	t.Cleanup(func() {
 		for _, a := range c.admin {
