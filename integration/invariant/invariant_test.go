@@ -321,6 +321,20 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 	}
 }
 
+// startWorkers starts perKey workers on each key, spread over the Clients.
+func startWorkers(cs []*client, chk *checker, sd uint64, stop *atomic.Bool, ops *atomic.Int64) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for k := 0; k < keysN; k++ {
+		for g := 0; g < perKey; g++ {
+			w := &worker{chk: chk, c: cs[g%len(cs)], key: fmt.Sprintf("key%d", k),
+				r: mrand.New(mrand.NewPCG(sd, uint64(k*perKey+g+1))), ops: ops, stop: stop}
+			wg.Add(1)
+			go func() { defer wg.Done(); w.run() }()
+		}
+	}
+	return &wg
+}
+
 // TestInvariant runs the randomized workload under faults and checks the
 // promise all along (see checker). INVARIANT_SEED reruns one seed (the
 // faults' and operations' choices; timing still varies), INVARIANT_LONG=1
@@ -338,17 +352,9 @@ func TestInvariant(t *testing.T) {
 	cl := startCluster(t, persistent)
 	chk := newChecker(t, cl.nodes)
 	cs := clients(t, cl, chk)
-	var stop, stopNem, stopSampler atomic.Bool
+	var stop, stopSampler atomic.Bool
 	var ops atomic.Int64
-	var workers sync.WaitGroup
-	for k := 0; k < keysN; k++ {
-		for g := 0; g < perKey; g++ {
-			w := &worker{chk: chk, c: cs[g%len(cs)], key: fmt.Sprintf("key%d", k),
-				r: mrand.New(mrand.NewPCG(sd, uint64(k*perKey+g+1))), ops: &ops, stop: &stop}
-			workers.Add(1)
-			go func() { defer workers.Done(); w.run() }()
-		}
-	}
+	workers := startWorkers(cs, chk, sd, &stop, &ops)
 	var bgwg sync.WaitGroup
 	bgwg.Add(2)
 	go func() {
@@ -362,7 +368,7 @@ func TestInvariant(t *testing.T) {
 	var faultLog []string
 	go func() {
 		defer bgwg.Done()
-		nemesis(t, cl, chk, mrand.New(mrand.NewPCG(sd, 0)), &stopNem, faults, &faultLog)
+		nemesis(t, cl, chk, mrand.New(mrand.NewPCG(sd, 0)), &stop, faults, &faultLog)
 	}()
 
 	rnd := mrand.New(mrand.NewPCG(sd, 1<<40))
@@ -374,7 +380,6 @@ func TestInvariant(t *testing.T) {
 	time.Sleep(dur * 3 / 20)
 
 	stop.Store(true)
-	stopNem.Store(true)
 	wedged := !guard(30*time.Second, workers.Wait) // every operation is bounded well within it
 	if wedged {
 		dumpStacks(t)
