@@ -3,13 +3,13 @@
 GO ?= go
 RACE ?= -race
 
-.PHONY: demo test check unit integration cli examples chaos chaos-full bench bench-go bench-quick compose-check ci
+.PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff), CLI, the fencing example (PostgreSQL), chaos short mode (processes and containers)
+## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff, invariant), CLI, the fencing example (PostgreSQL), chaos short mode (processes and containers)
 test: check unit integration cli examples chaos
 	@echo "make test: all passed"
 
@@ -37,7 +37,7 @@ unit:
 
 integration:
 	@scripts/ensure-redis.sh
-	cd integration && $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/
+	cd integration && $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/ ./invariant/
 
 cli:
 	@scripts/ensure-redis.sh
@@ -75,5 +75,10 @@ bench-go:
 compose-check:
 	scripts/compose-check.sh
 
+## invariant-long: the randomized invariant test for about 3 minutes
+invariant-long:
+	@scripts/ensure-redis.sh
+	cd integration && INVARIANT_LONG=1 $(GO) test $(RACE) -count=1 -timeout 10m -run '^TestInvariant$$' -v ./invariant/
+
 ## ci: what .ci/run runs after installing redis-server
-ci: test chaos-full compose-check bench-quick
+ci: test chaos-full invariant-long compose-check bench-quick

@@ -1,0 +1,481 @@
+package invariant
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+const (
+	keysN      = 3
+	perKey     = 10 // workers per key, spread over the Clients
+	persistent = 2  // nodes 0 and 1 run appendonly: their restarts keep keys
+	maxTTL     = 5 * time.Second
+)
+
+// avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
+// leaves out of the workload what a known defect needs: "extend2" two
+// Extends of one Lock at once, "renewrace" an Extend of a watchdog lock
+// (it races the renewal), "extendrelease" a Release while an Extend of
+// the Lock is under way, "observer" the observer's Release on "lost",
+// "handoff" local hand-off, "quarantine" a restart quarantine shorter
+// than other Clients' TTLs. A diagnostic, to tell a fault of the checker
+// from one of the library, and one defect from another.
+func avoid(what string) bool {
+	for _, a := range strings.Split(os.Getenv("INVARIANT_AVOID"), ",") {
+		if a == what || a == "known" {
+			return true
+		}
+	}
+	return false
+}
+
+// seed returns INVARIANT_SEED or a fresh seed, logged for a rerun.
+func seed(t *testing.T) uint64 {
+	if s := os.Getenv("INVARIANT_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("INVARIANT_SEED: %v", err)
+		}
+		return v
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// client is one Client of the workload and how it picks TTLs.
+type client struct {
+	name   string
+	c      *redlock.Client
+	ttl    func(r *mrand.Rand) time.Duration
+	closed atomic.Bool
+}
+
+func between(r *mrand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// releaseOnLost is the observer every Client has: it releases a Lock that
+// was lost, a natural clean-up.
+func releaseOnLost(chk *checker) redlock.Option {
+	return redlock.WithObserver(func(ev redlock.Event) {
+		if ev.Op != "lost" || ev.Lock == nil || avoid("observer") {
+			return
+		}
+		chk.begin(ev.Lock)
+		ctx, cancel := bg(2 * time.Second)
+		err := ev.Lock.Release(ctx)
+		cancel()
+		chk.end(ev.Lock)
+		chk.note(ev.Lock, "lost (%v), observer released: %v", ev.Err, err)
+	})
+}
+
+func clients(t *testing.T, cl *cluster, chk *checker) []*client {
+	fixed := func(lo, hi time.Duration) func(r *mrand.Rand) time.Duration {
+		return func(r *mrand.Rand) time.Duration { return between(r, lo, hi) }
+	}
+	cs := []*client{
+		{name: "short", ttl: fixed(300*time.Millisecond, 1200*time.Millisecond)},
+		{name: "long", ttl: fixed(2*time.Second, 4*time.Second)},
+		{name: "watchdog", ttl: func(*mrand.Rand) time.Duration { return redlock.Watchdog }},
+		{name: "fenced", ttl: func(r *mrand.Rand) time.Duration {
+			if r.IntN(2) == 0 {
+				return redlock.Watchdog
+			}
+			return between(r, 500*time.Millisecond, 2*time.Second)
+		}},
+	}
+	// Every lease is set: maxTTL bounds every TTL, and so how often a
+	// node may restart empty (see nemesis).
+	opts := [][]redlock.Option{
+		{redlock.WithWatchdog(time.Second, 300*time.Millisecond)},
+		{redlock.WithWatchdog(3*time.Second, time.Second)},
+		{redlock.WithWatchdog(2*time.Second, 500*time.Millisecond)},
+		{redlock.WithFencing(), redlock.WithWatchdog(1500*time.Millisecond, 400*time.Millisecond)},
+	}
+	for i, c := range cs {
+		// A node timeout above the proxy's and the machine's hiccups;
+		// the call timeout is also capped at a tenth of the TTL.
+		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(c.name), releaseOnLost(chk)}, opts[i]...)
+		if avoid("handoff") {
+			o = append(o, redlock.WithLocalHandoff(0))
+		}
+		if avoid("quarantine") {
+			o = append(o, redlock.WithRestartQuarantine(2*maxTTL))
+		}
+		c.c = newClient(t, cl.urls(), o...)
+	}
+	return cs
+}
+
+// worker runs random operations on key through its Client until stop.
+type worker struct {
+	chk  *checker
+	c    *client
+	key  string
+	r    *mrand.Rand
+	ops  *atomic.Int64
+	stop *atomic.Bool
+}
+
+func (w *worker) run() {
+	for !w.stop.Load() {
+		if w.c.closed.Load() {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if w.r.IntN(10) == 0 {
+			w.runFn()
+		} else {
+			w.hold()
+		}
+	}
+}
+
+func (w *worker) sleep(d time.Duration) { time.Sleep(d) }
+
+// hold takes the key (Lock or TryLock), does a few things with it and
+// releases it (or, rarely, lets a fixed-TTL lock run out).
+func (w *worker) hold() {
+	ttl := w.c.ttl(w.r)
+	ctx, cancel := bg(between(w.r, 100*time.Millisecond, 1500*time.Millisecond))
+	call := time.Now()
+	var l *redlock.Lock
+	var err error
+	if w.r.IntN(3) == 0 {
+		l, err = w.c.c.TryLock(ctx, w.key, ttl)
+	} else {
+		l, err = w.c.c.Lock(ctx, w.key, ttl)
+	}
+	ret := time.Now()
+	cancel()
+	w.ops.Add(1)
+	if err != nil {
+		w.sleep(between(w.r, 0, 20*time.Millisecond))
+		return
+	}
+	w.chk.acquired(l, w.c.name, call, ret)
+	w.chk.note(l, "%s acquired ttl %v, remaining %v", w.c.name, ttl, l.Remaining())
+	for n := w.r.IntN(4); n > 0; n-- {
+		switch w.r.IntN(4) {
+		case 0:
+			w.sleep(between(w.r, 0, 100*time.Millisecond))
+		case 1:
+			if !avoid("renewrace") || ttl != redlock.Watchdog {
+				w.extend(l, between(w.r, 200*time.Millisecond, maxTTL))
+			}
+		case 2:
+			if !avoid("extend2") {
+				w.extend2(l, between(w.r, 200*time.Millisecond, maxTTL), between(w.r, 200*time.Millisecond, maxTTL))
+			}
+		case 3:
+			w.chk.check([]*redlock.Lock{l})
+		}
+	}
+	hold := between(w.r, 0, 100*time.Millisecond)
+	if ttl != redlock.Watchdog && w.r.IntN(10) == 0 {
+		hold = between(w.r, ttl/2, ttl+ttl/5) // may outlive it: lost, then the observer releases it
+	}
+	w.sleep(hold)
+	if ttl != redlock.Watchdog && w.r.IntN(20) == 0 {
+		select { // abandoned: it ends at its deadline
+		case <-l.Done():
+		case <-time.After(maxTTL + time.Second):
+		}
+	}
+	var racing sync.WaitGroup
+	if !avoid("extendrelease") && w.r.IntN(8) == 0 { // Release while an Extend of l is under way
+		racing.Add(1)
+		ttl := between(w.r, 200*time.Millisecond, maxTTL)
+		go func() { defer racing.Done(); w.extend(l, ttl) }()
+		w.sleep(between(w.r, 0, 5*time.Millisecond))
+	}
+	w.chk.op(l, func() {
+		ctx, cancel := bg(2 * time.Second)
+		err := l.Release(ctx)
+		cancel()
+		w.chk.note(l, "released: %v", err)
+	})
+	racing.Wait()
+	w.ops.Add(1)
+}
+
+func (w *worker) extend(l *redlock.Lock, ttl time.Duration) {
+	w.chk.op(l, func() {
+		ctx, cancel := bg(time.Second)
+		w.chk.note(l, "extend(%v) starts", ttl)
+		err := l.Extend(ctx, ttl)
+		cancel()
+		w.chk.note(l, "extend(%v): %v, remaining %v", ttl, err, l.Remaining())
+	})
+	w.ops.Add(1)
+}
+
+// extend2 extends l twice at once, from two goroutines.
+func (w *worker) extend2(l *redlock.Lock, a, b time.Duration) {
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, ttl := range []time.Duration{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			w.extend(l, ttl)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// runFn holds the key through Client.Run.
+func (w *worker) runFn() {
+	ctx, cancel := bg(between(w.r, 300*time.Millisecond, 2*time.Second))
+	defer cancel()
+	call := time.Now()
+	hold := between(w.r, 0, 150*time.Millisecond)
+	var held *redlock.Lock
+	_ = w.c.c.Run(ctx, w.key, func(ctx context.Context) error {
+		l := redlock.LockFrom(ctx)
+		w.chk.acquired(l, w.c.name, call, time.Now())
+		w.chk.note(l, "%s Run acquired, remaining %v", w.c.name, l.Remaining())
+		select {
+		case <-time.After(hold):
+		case <-ctx.Done():
+		}
+		w.chk.begin(l) // Run releases it after fn returns
+		held = l
+		return nil
+	})
+	if held != nil {
+		w.chk.end(held)
+		w.chk.check([]*redlock.Lock{held})
+	}
+	w.ops.Add(1)
+}
+
+// nemesis injects one minority fault at a time until stop: a node frozen
+// (SIGSTOP), restarted (with its AOF on nodes 0-1, empty on the others; an
+// empty restart at most once per maxTTL+1s, so that no lock loses a
+// majority to restarts), or cut off from the Clients (proxy). It leaves
+// every node running and reachable.
+func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int, log *[]string) {
+	var lastEmpty time.Time
+	for !stop.Load() {
+		time.Sleep(between(r, 200*time.Millisecond, 800*time.Millisecond))
+		if stop.Load() {
+			return
+		}
+		kind := []string{"freeze", "restart-aof", "restart-empty", "partition"}[r.IntN(4)]
+		if kind == "restart-empty" && time.Since(lastEmpty) < maxTTL+time.Second {
+			kind = "freeze"
+		}
+		counts[kind]++
+		var target string
+		begin := time.Now()
+		switch kind {
+		case "freeze":
+			i := r.IntN(len(cl.nodes))
+			d := between(r, 100*time.Millisecond, 500*time.Millisecond)
+			target = fmt.Sprintf("n%d for %v", i, d)
+			cl.nodes[i].Freeze()
+			time.Sleep(d)
+			cl.nodes[i].Thaw()
+		case "restart-aof":
+			i := r.IntN(persistent)
+			target = fmt.Sprintf("n%d", i)
+			if err := cl.nodes[i].Restart(); err != nil {
+				t.Errorf("restart: %v", err)
+				return
+			}
+		case "restart-empty":
+			i := persistent + r.IntN(len(cl.nodes)-persistent)
+			target = fmt.Sprintf("n%d", i)
+			chk.restarting(i)
+			err := cl.nodes[i].Restart()
+			chk.restarted(i)
+			lastEmpty = time.Now()
+			if err != nil {
+				t.Errorf("restart: %v", err)
+				return
+			}
+		case "partition":
+			i := r.IntN(len(cl.proxies))
+			f := []harness.Fault{harness.Blackhole, harness.Refuse}[r.IntN(2)]
+			d := between(r, 200*time.Millisecond, time.Second)
+			target = fmt.Sprintf("n%d %v for %v", i, f, d)
+			cl.proxies[i].Set(f)
+			time.Sleep(d)
+			cl.proxies[i].Heal()
+		}
+		*log = append(*log, fmt.Sprintf("%v-%v %s %s", chk.rel(begin), chk.rel(time.Now()), kind, target))
+	}
+}
+
+// startWorkers starts perKey workers on each key, spread over the Clients.
+func startWorkers(cs []*client, chk *checker, sd uint64, stop *atomic.Bool, ops *atomic.Int64) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for k := 0; k < keysN; k++ {
+		for g := 0; g < perKey; g++ {
+			w := &worker{chk: chk, c: cs[g%len(cs)], key: fmt.Sprintf("key%d", k),
+				r: mrand.New(mrand.NewPCG(sd, uint64(k*perKey+g+1))), ops: ops, stop: stop}
+			wg.Add(1)
+			go func() { defer wg.Done(); w.run() }()
+		}
+	}
+	return &wg
+}
+
+// TestInvariant runs the randomized workload under faults and checks the
+// promise all along (see checker). INVARIANT_SEED reruns one seed (the
+// faults' and operations' choices; timing still varies), INVARIANT_LONG=1
+// runs about 3 minutes instead of 20 s.
+func TestInvariant(t *testing.T) {
+	sd := seed(t)
+	t.Logf("seed %d (rerun: INVARIANT_SEED=%d)", sd, sd)
+	if a := os.Getenv("INVARIANT_AVOID"); a != "" {
+		t.Logf("INVARIANT_AVOID=%s", a)
+	}
+	dur := 20 * time.Second
+	if os.Getenv("INVARIANT_LONG") != "" {
+		dur = 165 * time.Second
+	}
+	cl := startCluster(t, persistent)
+	chk := newChecker(t, cl.nodes)
+	cs := clients(t, cl, chk)
+	var stop, stopSampler atomic.Bool
+	var ops atomic.Int64
+	workers := startWorkers(cs, chk, sd, &stop, &ops)
+	var bgwg sync.WaitGroup
+	bgwg.Add(2)
+	go func() {
+		defer bgwg.Done()
+		for !stopSampler.Load() {
+			chk.sampleAll()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	faults := map[string]int{}
+	var faultLog []string
+	go func() {
+		defer bgwg.Done()
+		nemesis(t, cl, chk, mrand.New(mrand.NewPCG(sd, 0)), &stop, faults, &faultLog)
+	}()
+
+	rnd := mrand.New(mrand.NewPCG(sd, 1<<40))
+	time.Sleep(dur * 17 / 20)
+	victim := cs[rnd.IntN(len(cs))]
+	victim.closed.Store(true)
+	t.Logf("closing client %s", victim.name)
+	closeGuarded(t, victim.name, victim.c)
+	time.Sleep(dur * 3 / 20)
+
+	stop.Store(true)
+	wedged := !guard(30*time.Second, workers.Wait) // every operation is bounded well within it
+	if wedged {
+		dumpStacks(t)
+		t.Errorf("the workload did not finish within 30s of its end: an operation never returned (a wedged Client); its Clients are not closed")
+	}
+	stopSampler.Store(true)
+	bgwg.Wait()
+	chk.sampleAll()
+	chk.overlaps()
+	if !wedged {
+		for _, c := range cs {
+			if !c.closed.Load() {
+				closeGuarded(t, c.name, c.c)
+			}
+		}
+	}
+	t.Logf("%d operations, %d locks, %d checks against the nodes, faults %v", ops.Load(), len(chk.recs), chk.samples.Load(), faults)
+	if n := chk.count.Load(); n > 0 {
+		t.Logf("faults:\n%s", joinLines(faultLog))
+		t.Errorf("%d violations of the promise by %d Locks or pairs (seed %d); the first of each:\n%s", n, len(chk.seen), sd, joinLines(chk.found))
+	}
+}
+
+func joinLines(ss []string) string {
+	out := ""
+	for _, s := range ss {
+		out += "  " + s + "\n"
+	}
+	return out
+}
+
+// TestInvariantCheckerCanFail breaks the model on purpose and requires the
+// checker to see it.
+func TestInvariantCheckerCanFail(t *testing.T) {
+	t.Run("keys deleted behind the library's back", func(t *testing.T) {
+		cl := startCluster(t, 0)
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		c := newClient(t, cl.urls())
+		defer closeGuarded(t, "client", c)
+		ctx, cancel := bg(10 * time.Second)
+		defer cancel()
+		call := time.Now()
+		l, err := c.Lock(ctx, "k", 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk.acquired(l, "a", call, time.Now())
+		if chk.count.Load() != 0 {
+			t.Fatalf("violation before the fault: %v", chk.found)
+		}
+		chk.delAll(t, "k")
+		chk.sampleAll()
+		if chk.count.Load() == 0 {
+			t.Fatalf("the checker did not see a held Lock whose keys are gone from every node")
+		}
+		t.Logf("seen, as it must be: %s", chk.found[0])
+		_ = l.Release(ctx)
+	})
+	t.Run("majority restarted empty, quarantine off", func(t *testing.T) {
+		cl := startCluster(t, 0)
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		off := redlock.WithRestartQuarantine(redlock.QuarantineOff)
+		a := newClient(t, cl.urls(), off)
+		defer closeGuarded(t, "a", a)
+		b := newClient(t, cl.urls(), off)
+		defer closeGuarded(t, "b", b)
+		ctx, cancel := bg(20 * time.Second)
+		defer cancel()
+		call := time.Now()
+		la, err := a.Lock(ctx, "k", 20*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chk.acquired(la, "a", call, time.Now())
+		for i := 2; i < 5; i++ {
+			chk.restarting(i)
+			if err := cl.nodes[i].Restart(); err != nil {
+				t.Fatal(err)
+			}
+			chk.restarted(i)
+		}
+		call = time.Now()
+		lb, err := b.Lock(ctx, "k", 5*time.Second)
+		if err != nil {
+			t.Fatalf("B: %v", err)
+		}
+		chk.acquired(lb, "b", call, time.Now())
+		chk.sampleAll()
+		chk.overlaps()
+		if chk.count.Load() == 0 {
+			t.Fatalf("the checker did not see two holders of one key")
+		}
+		t.Logf("seen, as it must be: %s", chk.found[0])
+		_ = lb.Release(ctx)
+		_ = la.Release(ctx)
+	})
+}

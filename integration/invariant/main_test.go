@@ -1,0 +1,116 @@
+// Package invariant checks the library's promise through its public API
+// only, against 5 real redis-server nodes: a Lock that reports held is
+// held on a quorum of nodes for at least the validity it reports, and no
+// two Locks of one key report held at once. A randomized concurrent
+// workload runs under node faults (TestInvariant); focused tests reproduce
+// single races deterministically or nearly so.
+package invariant
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
+}
+
+// cluster is 5 nodes, the first persist of them with appendonly (a restart
+// keeps their keys), each behind a fault proxy that the Clients use (the
+// checker reads the nodes directly).
+type cluster struct {
+	nodes   []*harness.Node
+	proxies []*harness.Proxy
+	persist int
+}
+
+func startCluster(t testing.TB, persist int) *cluster {
+	t.Helper()
+	cl := &cluster{persist: persist}
+	if persist > 0 {
+		cl.nodes = harness.Start(t, persist, harness.Config{Persist: true})
+	}
+	cl.nodes = append(cl.nodes, harness.Start(t, 5-persist, harness.Config{})...)
+	for _, n := range cl.nodes {
+		addr := n.Addr
+		p, err := harness.NewProxy(func() string { return addr })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		cl.proxies = append(cl.proxies, p)
+	}
+	return cl
+}
+
+func (cl *cluster) urls() []string {
+	u := make([]string, len(cl.proxies))
+	for i, p := range cl.proxies {
+		u[i] = p.URL()
+	}
+	return u
+}
+
+func (cl *cluster) latency(d time.Duration) {
+	for _, p := range cl.proxies {
+		p.SetLatency(d)
+	}
+}
+
+// newClient makes a Client over urls; the test closes it (closeGuarded):
+// a Close that never returns must fail the test, not hang it.
+func newClient(t testing.TB, urls []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.NewFromURLs(urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// guard runs f and reports whether it returned within d. It is a failure
+// guard only: d is far beyond what f needs on any machine.
+func guard(d time.Duration, f func()) bool {
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+// closeGuarded closes c, failing the test if Close does not return.
+func closeGuarded(t testing.TB, name string, c *redlock.Client) {
+	t.Helper()
+	if !guard(30*time.Second, func() { _ = c.Close() }) {
+		dumpStacks(t)
+		t.Errorf("%s: Close did not return within 30s (wedged)", name)
+	}
+}
+
+// dumpStacks writes every goroutine's stack to a file for a wedge.
+func dumpStacks(t testing.TB) {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	f, err := os.CreateTemp("", "invariant-stacks-*.txt")
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.Write(buf)
+	t.Logf("goroutine stacks: %s", f.Name())
+}
+
+func bg(d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), d)
+}
