@@ -174,17 +174,17 @@ func (q *quarantine) discount(i int) error {
 			}
 		}
 	}
-	u, now := q.until[i], q.clock.Now()
+	u, now, reason := q.until[i], q.clock.Now(), q.reason[i]
 	if q.pending[i] {
 		if u.Before(now) {
 			u = now
 		}
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i] + "; the deployment's longest TTL not read yet"}
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason + "; the deployment's longest TTL not read yet"}
 	}
 	if !u.IsZero() && now.Before(u) {
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: q.reason[i]}
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason}
 	}
 	q.until[i] = time.Time{}
 	q.mu.Unlock()
