@@ -50,25 +50,23 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	case c.retries && len(keys) == 1:
 		again = node.Lock(keys, owner, ttl)
 	}
-	c.identifyNew(ctx, ttl)
+	c.prepare(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()
 	a.round = c.round(ctx, opAcquire, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
 			return 0, false, errReleasePending // not sent: nothing to undo
 		}
-		if err := c.identifyFirst(ctx, i); err != nil {
+		g, err := c.before(ctx, i)
+		if err != nil {
 			return 0, false, err
 		}
-		if err := c.publish(ctx, i); err != nil {
-			return 0, false, err
-		}
-		g, use := c.gen(i), cmd
+		use := cmd
 		if c.nodes[i].Retries() {
 			use = again
 		}
 		v, ok, err := c.nodes[i].DoValue(ctx, use)
-		ok, err = c.checkYes(ctx, i, g, ok, err)
+		ok, err = c.after(ctx, i, g, ok, err)
 		return v, ok, err
 	})
 	return a, a.round.Wait(ctx), nil

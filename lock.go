@@ -71,7 +71,7 @@ type Lock struct {
 	expiry    func() bool     // stops the timer that ends the Lock at its deadline; nil if none
 	expiryAt  time.Time       // what that timer was set for
 	retry     func() bool     // stops the timer of a retried watchdog renewal; nil if none
-	queue     []chan struct{} // extensions waiting for their turn, in call order
+	queue     []*turn         // extensions waiting for their turn, in call order
 	idle      chan struct{}   // made by Release while extending; closed when the extension settles
 	renewAt   int             // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 }
@@ -355,11 +355,20 @@ func (l *Lock) endLocked(p phase, cause error) bool {
 	return true
 }
 
-// wakeQueue wakes every extension waiting for its turn; they find the
-// Lock releasing or ended and send nothing. l.mu must be held.
+// turn is an extension waiting in a Lock's queue: woken with granted, it
+// holds the turn (and must pass it on); without, the Lock is releasing or
+// ended.
+type turn struct {
+	woken   chan struct{}
+	granted bool
+}
+
+// wakeQueue wakes every extension waiting for its turn, without granting
+// it: they find the Lock releasing or ended and send nothing. l.mu must
+// be held.
 func (l *Lock) wakeQueue() {
 	for _, w := range l.queue {
-		close(w)
+		close(w.woken)
 	}
 	l.queue = nil
 }
@@ -400,12 +409,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start, evs, err := l.beginExtend(ctx, begin, ttl)
 	if err == nil {
 		cmd := node.Extend(l.keys, l.owner, ttl)
-		c.noteTTL(ttl) // a longer TTL than the acquisition's is published first
+		c.prepare(ctx, ttl)
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			if err := c.publish(ctx, i); err != nil {
+			g, err := c.before(ctx, i)
+			if err != nil {
 				return 0, false, err
 			}
-			return c.nodes[i].DoValue(ctx, cmd)
+			v, ok, err := c.nodes[i].DoValue(ctx, cmd)
+			ok, err = c.after(ctx, i, g, ok, err)
+			return v, ok, err
 		}).Wait(ctx)
 		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
 	}
@@ -427,15 +439,16 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 	case held:
 		l.phase, mine = extending, true
 	case extending:
-		w := make(chan struct{})
+		w := &turn{woken: make(chan struct{})}
 		l.queue = append(l.queue, w)
 		l.mu.Unlock()
 		select {
-		case <-w: // our turn, or the Lock is releasing or ended
+		case <-w.woken: // our turn, or the Lock is releasing or ended
 		case <-ctx.Done():
 		}
 		l.mu.Lock()
-		mine = !l.leaveQueue(w) && l.phase == extending
+		l.leaveQueue(w)
+		mine = w.granted
 	}
 	return l.startLocked(ctx, begin, l.c.o.clock.Now(), ttl, opExtend, mine)
 }
@@ -500,16 +513,14 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 }
 
 // leaveQueue takes w out of the queue if it is still there (ctx ended
-// the wait) and reports whether it was; otherwise w was closed: the turn
-// was handed to it, or the Lock is releasing or ended. l.mu must be held.
-func (l *Lock) leaveQueue(w chan struct{}) bool {
+// its wait). l.mu must be held.
+func (l *Lock) leaveQueue(w *turn) {
 	for i, q := range l.queue {
 		if q == w {
 			l.queue = append(l.queue[:i], l.queue[i+1:]...)
-			return true
+			return
 		}
 	}
-	return false
 }
 
 // armExpiryIfSet sets the expiry timer again after the deadline was
@@ -527,7 +538,8 @@ func (l *Lock) passTurn() {
 	if l.phase == extending && len(l.queue) > 0 {
 		w := l.queue[0]
 		l.queue = l.queue[1:]
-		close(w)
+		w.granted = true
+		close(w.woken)
 		return
 	}
 	if l.phase == extending {

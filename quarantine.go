@@ -549,5 +549,32 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 				slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()))
 		}
 	}
-	c.gates = append(c.gates, c.q)
+	g := restartGate{c}
+	c.gates = append(c.gates, g)
+	c.around = g
+}
+
+// restartGate is the quarantine as the Client's callGate: before a round
+// it identifies the nodes never met (identifyNew); before a command, a
+// node whose identity went stale (identifyFirst) and raises its TTL
+// register (publish); after it, it checks that the node did not restart
+// under the command (checkYes). Its discount is the quarantine's.
+type restartGate struct{ c *Client }
+
+func (g restartGate) discount(i int) error { return g.c.q.discount(i) }
+
+func (g restartGate) prepare(ctx context.Context, ttl time.Duration) { g.c.identifyNew(ctx, ttl) }
+
+func (g restartGate) before(ctx context.Context, i int) (uint64, error) {
+	if err := g.c.identifyFirst(ctx, i); err != nil {
+		return 0, err
+	}
+	if err := g.c.publish(ctx, i); err != nil {
+		return 0, err
+	}
+	return g.c.gen(i), nil
+}
+
+func (g restartGate) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {
+	return g.c.checkYes(ctx, i, mark, ok, err)
 }

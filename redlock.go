@@ -96,6 +96,7 @@ type Client struct {
 	// countsFn is quorum.Config.Counts over gates; nil when there are none.
 	countsFn func(int) bool
 	q        *quarantine // restart quarantine and alias gate; nil when off
+	around   callGate    // the gate that runs around lock commands (the quarantine's); nil when none
 	ids      identities  // dial counts and learned identities, for q
 	dm       *driftMon   // clock-drift monitor (and gate); nil when off
 	ops      inflight    // Lock, Extend and Release calls in progress; Close waits for them

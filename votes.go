@@ -1,5 +1,10 @@
 package redlock
 
+import (
+	"context"
+	"time"
+)
+
 // A gate decides whether a node's yes counts toward the quorum right now
 // (restart quarantine, a second address of one server, clock drift). A
 // discounted node still receives every command, so that what it holds is
@@ -7,6 +12,44 @@ package redlock
 type gate interface {
 	// discount returns why node i's yes does not count now, or nil.
 	discount(i int) error
+}
+
+// A callGate is a gate that also runs around each command that may grant
+// or keep a lock (acquisitions, Extend): the restart quarantine, which
+// must identify a node and publish this Client's TTL before the command,
+// and check after it that the node did not restart meanwhile.
+type callGate interface {
+	gate
+	// prepare runs before a round for ttl, on the caller's goroutine.
+	prepare(ctx context.Context, ttl time.Duration)
+	// before runs on node i's goroutine before the command, within its
+	// deadline (ctx): an error (a not-sent error) keeps the command from
+	// being sent. Its mark is handed to after.
+	before(ctx context.Context, i int) (mark uint64, err error)
+	// after runs once the command returned; it may turn a yes into one
+	// that does not count (still held on the node: undone).
+	after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error)
+}
+
+// prepare, before and after run the Client's callGate, if any.
+func (c *Client) prepare(ctx context.Context, ttl time.Duration) {
+	if c.around != nil {
+		c.around.prepare(ctx, ttl)
+	}
+}
+
+func (c *Client) before(ctx context.Context, i int) (uint64, error) {
+	if c.around == nil {
+		return 0, nil
+	}
+	return c.around.before(ctx, i)
+}
+
+func (c *Client) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {
+	if c.around == nil {
+		return ok, err
+	}
+	return c.around.after(ctx, i, mark, ok, err)
 }
 
 // discount returns why node i's yes does not count toward a quorum now,
