@@ -156,7 +156,7 @@ func (c *Client) releaseLate(keys []string, ttl time.Duration, i int, q uint64, 
 	defer cancel()
 	start := c.o.clock.Now()
 	_, ok, err := c.release(ctx, i, keys, q, rel)
-	c.observeNode(opRelease, i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: c.o.clock.Now().Sub(start)})
+	c.observeNode(ctx, opRelease, i, quorum.Vote{OK: ok && err == nil, Err: err, Latency: c.o.clock.Now().Sub(start)})
 }
 
 // release sends rel to node i after c.rel.add(i, keys, q) and clears that

@@ -19,7 +19,7 @@ func (c *Client) renewRound(rs []node.Renewal, ttl time.Duration) []quorum.Outco
 	ctx, cancel := context.WithTimeout(context.Background(), c.releaseTimeout(ttl))
 	cfg := quorum.Config{N: len(c.nodes), Need: c.need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(opRenew)}
 	if len(c.o.nodeObs) > 0 {
-		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(opRenew, i, v) }
+		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, opRenew, i, v) }
 	}
 	canSkip := c.canSkip(opRenew, c.need)
 	return quorum.StartBatch(ctx, cfg, len(rs), func(ctx context.Context, i int, ok []bool, errs []error) {

@@ -59,7 +59,7 @@ func (r NodeResult) Timeout() bool { return node.IsTimeout(r.Err) }
 // node answered. errors.Is matches its sentinel (Err) and, when ctx ended the
 // call, ctx's error.
 type QuorumError struct {
-	Op       string        // "acquire", "extend" or "release"
+	Op       Op            // OpAcquire, OpExtend, OpRenew or OpRelease
 	Keys     []string      // the lock's keys
 	Need     int           // votes needed
 	Got      int           // counted yes votes in the last round

@@ -68,12 +68,12 @@ type Lock struct {
 	done      chan struct{}  // made on demand, closed when the Lock ends
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	expiry    func() bool     // stops the timer that ends the Lock at its deadline; nil if none
-	expiryAt  time.Time       // what that timer was set for
-	retry     func() bool     // stops the timer of a retried watchdog renewal; nil if none
-	queue     []*turn         // extensions waiting for their turn, in call order
-	idle      chan struct{}   // made by Release while extending; closed when the extension settles
-	renewAt   int             // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
+	expiry    func() bool   // stops the timer that ends the Lock at its deadline; nil if none
+	expiryAt  time.Time     // what that timer was set for
+	retry     func() bool   // stops the timer of a retried watchdog renewal; nil if none
+	queue     []*turn       // extensions waiting for their turn, in call order
+	idle      chan struct{} // made by Release while extending; closed when the extension settles
+	renewAt   int           // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 }
 
 // phase is where a Lock is in its life; see Lock.
@@ -483,9 +483,9 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	case l.ended != nil || l.phase == releasing:
 		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
 	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
-		err = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
+		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
 	case l.remaining() <= 0:
-		err, expired = &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
+		err, expired = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
 	case c.o.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(c.o.maxHold)):
 		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, c.o.maxHold)
 		if o == opRenew {
@@ -575,7 +575,7 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 		return []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: l.remaining()}}, nil
 	}
 	l.confirmed = false
-	qe := &QuorumError{Op: o.String(), Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
+	qe := &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 		Nodes: c.results(out), Err: ErrNotExtended, Cause: out.Err}
 	lost := false
 	if l.ended != nil {

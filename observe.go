@@ -9,8 +9,19 @@ import (
 	"github.com/redlock-go/redlock/quorum"
 )
 
-// op names what a call or event did; Event.Op and NodeEvent.Op carry its
-// String.
+// Op names what an operation did: Event.Op, NodeEvent.Op, QuorumError.Op.
+type Op string
+
+// The operations.
+const (
+	OpAcquire Op = "acquire" // Lock, TryLock, LockKeys, TryLockKeys, Run
+	OpExtend  Op = "extend"  // Extend
+	OpRenew   Op = "renew"   // a watchdog renewal
+	OpRelease Op = "release" // Release, and the clean-up of a failed attempt
+	OpLost    Op = "lost"    // the lock ended without Release: see Lock.Done
+)
+
+// op is Op inside the package, small enough to sit in every outcome.
 type op uint8
 
 const (
@@ -21,38 +32,45 @@ const (
 	opLost              // the lock ended without Release: see Lock.Done
 )
 
-func (o op) String() string {
+func (o op) String() string { return string(o.pub()) }
+
+// pub is o's Op.
+func (o op) pub() Op {
 	switch o {
 	case opAcquire:
-		return "acquire"
+		return OpAcquire
 	case opExtend:
-		return "extend"
+		return OpExtend
 	case opRenew:
-		return "renew"
+		return OpRenew
 	case opRelease:
-		return "release"
+		return OpRelease
 	}
-	return "lost"
+	return OpLost
 }
 
 // NodeEvent is the answer of one node call.
 type NodeEvent struct {
-	Op string // "acquire", "extend", "renew" or "release" (also the clean-up of a failed attempt)
+	Op Op // OpAcquire, OpExtend, OpRenew or OpRelease (also the clean-up of a failed attempt)
 	NodeResult
 	// Late: the answer came after the round was decided; the caller did
 	// not wait for it. (A call is not cut short when the caller's ctx
 	// ends: it runs to its answer or its own deadline, so its error is
 	// always the node's.)
 	Late bool
+	// Context is the ctx of the call the node call belongs to (without
+	// its cancellation), so its trace span parents the node call; a
+	// background ctx for renewals and late clean-ups.
+	Context context.Context
 }
 
 // Event describes one finished operation, for metrics and tracing.
 type Event struct {
-	// Op is "acquire", "extend", "release", "renew" (a watchdog renewal;
+	// Op is OpAcquire, OpExtend, OpRelease, OpRenew (a watchdog renewal;
 	// Err matches ErrMaxHold when renewal stopped at the max hold) or
-	// "lost" (the lock ended without Release; Err is the cause, matching
+	// OpLost (the lock ended without Release; Err is the cause, matching
 	// ErrLockLost).
-	Op       string
+	Op       Op
 	Keys     []string      // the lock's keys (do not modify)
 	Err      error         // nil on success
 	Attempts int           // rounds made (0: refused before any round, or a "lost" event)
@@ -74,6 +92,11 @@ type Event struct {
 	// was called (0 means the lock's validity had already run out: the
 	// holder kept it past its deadline).
 	Remaining time.Duration
+
+	// Context is the ctx of the call (Lock, Extend, Release...), so that
+	// its trace span parents the event; a background ctx for renewals and
+	// for losses found in the background.
+	Context context.Context
 }
 
 // outcome is what report logs and hands to the observers.
@@ -165,7 +188,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	if len(c.o.observers) == 0 {
 		return
 	}
-	e := Event{Op: o.op.String(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
+	e := Event{Context: ctx, Op: o.op.pub(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
 		Passed: o.passed}
 	if qe, ok := o.err.(*QuorumError); ok {
 		e.Nodes = qe.Nodes
@@ -199,11 +222,11 @@ func (o outcome) level() (slog.Level, string) {
 
 // observeNode reports one node call to the node observers; calls that sent
 // nothing to the node are not reported.
-func (c *Client) observeNode(o op, i int, v quorum.Vote) {
+func (c *Client) observeNode(ctx context.Context, o op, i int, v quorum.Vote) {
 	if untouched(v.Err) {
 		return
 	}
-	e := NodeEvent{Op: o.String(), NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
+	e := NodeEvent{Context: ctx, Op: o.pub(), NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
 		Late: !v.Done}
 	for _, fn := range c.o.nodeObs {
 		fn(e)

@@ -517,7 +517,7 @@ func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, n
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(o)}
 	if len(c.o.nodeObs) > 0 {
-		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(o, i, v) }
+		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, o, i, v) }
 	}
 	canSkip := c.canSkip(o, need)
 	return quorum.StartValue(ctx, cfg, func(ctx context.Context, i int) (int64, bool, error) {

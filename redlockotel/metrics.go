@@ -333,9 +333,9 @@ func lostBy(err error) string {
 // redlock.WithNodeObserver (see Options).
 func (m *Metrics) ObserveNode(e redlock.NodeEvent) {
 	ctx := context.Background()
-	m.nodeDur.Record(ctx, e.Latency.Seconds(), m.nodeOpt(e.Addr, e.Op, ""))
+	m.nodeDur.Record(ctx, e.Latency.Seconds(), m.nodeOpt(e.Addr, string(e.Op), ""))
 	if typ := nodeErrorType(e); typ != "" {
-		m.nodeErrors.Add(ctx, 1, m.nodeOpt(e.Addr, e.Op, typ))
+		m.nodeErrors.Add(ctx, 1, m.nodeOpt(e.Addr, string(e.Op), typ))
 	}
 }
 

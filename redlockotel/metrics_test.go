@@ -58,7 +58,7 @@ func qerr(op string, sentinel, cause error, need int, res []redlock.NodeResult) 
 			got++
 		}
 	}
-	return &redlock.QuorumError{Op: op, Keys: []string{"k"}, Need: need, Got: got, Attempts: 1, Nodes: res, Err: sentinel, Cause: cause}
+	return &redlock.QuorumError{Op: redlock.Op(op), Keys: []string{"k"}, Need: need, Got: got, Attempts: 1, Nodes: res, Err: sentinel, Cause: cause}
 }
 
 func TestOutcome(t *testing.T) {

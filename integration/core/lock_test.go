@@ -1239,7 +1239,7 @@ func holding(t *testing.T, ev *nodeEventLog, nodes []*harness.Node, key, owner s
 }
 
 // of returns the events of op calls to addr, in the order they ended.
-func (l *nodeEventLog) of(op, addr string) []redlock.NodeEvent {
+func (l *nodeEventLog) of(op redlock.Op, addr string) []redlock.NodeEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []redlock.NodeEvent

@@ -53,7 +53,7 @@ func TestNoCleanupWhereNothingWasWritten(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					calls[e.Op]++
+					calls[string(e.Op)]++
 					if e.Err != nil {
 						badErr = e.Err
 					}

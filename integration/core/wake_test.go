@@ -101,7 +101,7 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 	passed := ev.waitFor(t, 2, func(e redlock.Event) bool { return e.Passed })
 	ops := map[string]*redlock.Lock{}
 	for _, e := range passed {
-		ops[e.Op] = e.Lock
+		ops[string(e.Op)] = e.Lock
 	}
 	if len(passed) != 2 || ops["release"] != first || ops["acquire"] != second {
 		t.Fatalf("pass events: %+v", passed)

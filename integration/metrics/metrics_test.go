@@ -287,9 +287,9 @@ func (ev *nodeEvents) observe(e redlock.NodeEvent) {
 	if ev.n == nil {
 		ev.n = map[string]int{}
 	}
-	ev.n[e.Op]++
+	ev.n[string(e.Op)]++
 	if e.Timeout() {
-		ev.n[e.Op+" timeout "+e.Addr]++
+		ev.n[string(e.Op)+" timeout "+e.Addr]++
 	}
 	if e.Op == "acquire" && e.Err == nil && !e.Vote {
 		ev.n["refused"]++
