@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redlock-go/redlock/handoff"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // request is one Lock, TryLock, LockKeys or TryLockKeys call.

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // maxNodes is how many nodes a Client takes: attempts track nodes in

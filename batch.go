@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // renewRound sends the renewals rs to every node at once, one

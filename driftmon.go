@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/drift"
+	"github.com/redlock-go/redlock/internal/drift"
 )
 
 // ErrClockDrift matches the vote of a node whose clock the drift monitor
@@ -238,9 +238,9 @@ func (m *driftMon) discount(i int) error {
 	return nil
 }
 
-// DriftStats returns what the drift monitor has seen so far; the zero
+// driftStats returns what the drift monitor has seen so far; the zero
 // DriftStats when it is off (see WithDriftMonitor).
-func (c *Client) DriftStats() DriftStats {
+func (c *Client) driftStats() DriftStats {
 	m := c.dm
 	if m == nil {
 		return DriftStats{}

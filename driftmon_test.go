@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/drift"
+	"github.com/redlock-go/redlock/internal/drift"
 )
 
 func TestWithDriftMonitorValidation(t *testing.T) {
@@ -28,7 +28,7 @@ func TestWithDriftMonitorValidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.dm != nil || c.DriftStats().Nodes != nil {
+	if c.dm != nil || c.Stats().Drift.Nodes != nil {
 		t.Error("drift monitor on by default")
 	}
 	c.Close()
@@ -61,12 +61,12 @@ func TestDriftMonitorRunsOnClientClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := c.DriftStats(); s.Failures != 0 || len(s.Nodes) != 3 {
+	if s := c.Stats().Drift; s.Failures != 0 || len(s.Nodes) != 3 {
 		t.Fatalf("before the first interval: %+v", s)
 	}
 	// Each round fails on the 3 unreachable nodes. The monitor may set
 	// its timer after an Advance: keep advancing until two rounds ran.
-	for c.DriftStats().Failures < 6 {
+	for c.Stats().Drift.Failures < 6 {
 		fake.Advance(time.Second)
 		time.Sleep(time.Millisecond)
 	}
@@ -121,7 +121,7 @@ func TestDriftGate(t *testing.T) {
 	if err := c.discount(1); err != nil {
 		t.Fatalf("node 1 back at rate 1: still discounted: %v", err)
 	}
-	s := c.DriftStats()
+	s := c.Stats().Drift
 	if s.Flagged != 1 || s.Samples != 120 || !s.Nodes[1].Known || s.Nodes[1].Out != nil {
 		t.Errorf("stats %+v", s)
 	}
@@ -142,7 +142,7 @@ func TestDriftMonitorReportOnly(t *testing.T) {
 	if c.discount(1) != nil || !c.countsFn(1) {
 		t.Error("report-only monitor discounts votes")
 	}
-	if s := c.DriftStats(); s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, ErrClockDrift) {
+	if s := c.Stats().Drift; s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, ErrClockDrift) {
 		t.Errorf("stats %+v", s)
 	}
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Sentinel errors. Every error the package returns matches one of them with

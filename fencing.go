@@ -5,8 +5,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // WithFencing gives every lock of this Client a fencing token (Lock.Token):

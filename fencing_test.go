@@ -3,7 +3,7 @@ package redlock
 import (
 	"testing"
 
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 func TestFenceKeySharesTheSlot(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Lock is an acquired lock. Its methods are safe for concurrent use. A

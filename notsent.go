@@ -3,7 +3,7 @@ package redlock
 import (
 	"errors"
 
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // notSentError is the error of a node call whose command was not sent, so

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Every call that sent no command is recognized by notSent; only those

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Op names what an operation did: Event.Op, NodeEvent.Op, QuorumError.Op.

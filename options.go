@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Defaults of the Client options.

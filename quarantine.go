@@ -13,7 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // ErrNodeQuarantined matches a node's vote that does not count because the
@@ -208,9 +208,9 @@ func (q *quarantine) snapshot() QuarantineStats {
 	return s
 }
 
-// QuarantineStats returns what the restart quarantine has seen so far; the
-// zero QuarantineStats when it is off. Safe for concurrent use.
-func (c *Client) QuarantineStats() QuarantineStats {
+// quarantineStats returns what the restart quarantine has seen so far; the
+// zero QuarantineStats when it is off.
+func (c *Client) quarantineStats() QuarantineStats {
 	if c.q == nil {
 		return QuarantineStats{}
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 func TestQuarantineArithmetic(t *testing.T) {

@@ -71,9 +71,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/handoff"
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Client locks keys across a fixed set of nodes. It is safe for concurrent

@@ -11,7 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/clock"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 func TestDriftAndValidity(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redlock-go/redlock/node"
-	"github.com/redlock-go/redlock/quorum"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 )
 
 // Release deletes the lock on every node where it still holds our owner

@@ -36,7 +36,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 //go:embed write.lua

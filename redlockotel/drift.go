@@ -4,7 +4,7 @@ package redlockotel
 // and nodes out of the budget now.
 func (m *Metrics) drift() (flagged uint64, out int) {
 	for _, c := range m.watched() {
-		s := c.DriftStats()
+		s := c.Stats().Drift
 		flagged += s.Flagged
 		for _, n := range s.Nodes {
 			if n.Out != nil {
@@ -19,7 +19,7 @@ func (m *Metrics) drift() (flagged uint64, out int) {
 // begun so far, and nodes quarantined now.
 func (m *Metrics) quarantine() (started uint64, now int) {
 	for _, c := range m.watched() {
-		s := c.QuarantineStats()
+		s := c.Stats().Quarantine
 		started += s.Started
 		now += s.Now
 	}

@@ -59,7 +59,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // ScopeName is the instrumentation scope of the meter.
@@ -238,7 +238,7 @@ func (m *Metrics) Watch(c *redlock.Client) {
 func (m *Metrics) handoff() handoff.Stats {
 	var sum handoff.Stats
 	for _, c := range m.watched() {
-		s := c.HandoffStats()
+		s := c.Stats().Handoff
 		sum.Notified += s.Notified
 		sum.Local += s.Local
 		sum.Promoted += s.Promoted

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // Stat is a latency summary of one contender in one scenario.

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // benchWorkerEnv is set in the environment of the processes the processes

@@ -15,7 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // contender is one lock implementation under test. lock blocks until
@@ -68,7 +68,7 @@ func (o *ours) close() { _ = o.c.Close() }
 // it passed on without a round trip (ours).
 type handoffer interface{ handoffStats() handoff.Stats }
 
-func (o *ours) handoffStats() handoff.Stats { return o.c.HandoffStats() }
+func (o *ours) handoffStats() handoff.Stats { return o.c.Stats().Handoff }
 
 // HandoffStat is what our hand-off did during a run: counter deltas of
 // Client.HandoffStats.

@@ -151,7 +151,7 @@ func cmdDemo(args []string, out io.Writer) error {
 	// hand-off did (locks passed on with no round trip; waits ended by a
 	// node's release notification or by the backoff timer).
 	prevBusy, prevTick := int64(0), begin
-	prevHS := c.HandoffStats()
+	prevHS := c.Stats().Handoff
 	fmt.Fprintf(out, "%6s %10s %5s %12s %12s %7s %9s %6s   %s\n", "time", "locks/s", "util", "wait p50", "wait max",
 		"passed", "notified", "timer", "nodes (failed node calls in the last second)")
 loop:
@@ -177,7 +177,7 @@ loop:
 			n := secCount
 			secLat, secCount = secLat[:0], 0
 			mu.Unlock()
-			now, b, hs := time.Now(), busy.Load(), c.HandoffStats()
+			now, b, hs := time.Now(), busy.Load(), c.Stats().Handoff
 			util := float64(b-prevBusy) / float64(now.Sub(prevTick))
 			fmt.Fprintf(out, "%5.0fs %10d %4.0f%% %12v %12v %7d %9d %6d   %s\n", el.Seconds(), n, 100*util, p50.Round(time.Microsecond), max.Round(time.Microsecond),
 				hs.Handed-prevHS.Handed, hs.Notified-prevHS.Notified, hs.Timer-prevHS.Timer, state())
@@ -203,7 +203,7 @@ loop:
 	fmt.Fprintf(out, "  lock utilization: %.0f%% of the time someone was inside\n", 100*float64(busy.Load())/float64(elapsed))
 	fmt.Fprintf(out, "  wait to acquire:  p50 %v  p99 %v  max %v\n", quantile(lat, 0.5).Round(time.Microsecond),
 		quantile(lat, 0.99).Round(time.Microsecond), quantile(lat, 1).Round(time.Microsecond))
-	hs := c.HandoffStats()
+	hs := c.Stats().Handoff
 	share := 0.0
 	if total > 0 {
 		share = 100 * float64(hs.Handed) / float64(total)

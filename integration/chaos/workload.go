@@ -218,7 +218,7 @@ func (s Spec) String() string {
 func driftKnown(ctx context.Context, lc *redlock.Client) error {
 	for {
 		known := 0
-		st := lc.DriftStats()
+		st := lc.Stats().Drift
 		for _, n := range st.Nodes {
 			if n.Known || n.Out != nil {
 				known++

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // The watchdog renews a Client's locks in batches: one pipelined call per

@@ -12,7 +12,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // driftTTL is short so that each scenario takes under a second; nothing
@@ -95,7 +95,7 @@ func waitDrift(t *testing.T, c *redlock.Client, done func(redlock.DriftStats) bo
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a speed check
 	for {
-		s := c.DriftStats()
+		s := c.Stats().Drift
 		if done(s) {
 			return s
 		}

@@ -12,7 +12,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/fence"
 	"github.com/redlock-go/redlock/integration/harness"
-	"github.com/redlock-go/redlock/node"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // registers reads key's fence register on every node (0 if absent).

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
@@ -40,9 +40,9 @@ func TestWaiterWokenByRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {
-		t.Fatalf("waiter: %v (handoff stats %+v)", err, b.HandoffStats())
+		t.Fatalf("waiter: %v (handoff stats %+v)", err, b.Stats().Handoff)
 	}
-	if s := b.HandoffStats(); s.Notified != 1 || s.Timer != 0 || s.Messages < 1 {
+	if s := b.Stats().Handoff; s.Notified != 1 || s.Timer != 0 || s.Messages < 1 {
 		t.Fatalf("the waiter was not woken by the notification: %+v", s)
 	}
 }
@@ -106,7 +106,7 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 	if len(passed) != 2 || ops["release"] != first || ops["acquire"] != second {
 		t.Fatalf("pass events: %+v", passed)
 	}
-	if s := c.HandoffStats(); s.Handed != 1 {
+	if s := c.Stats().Handoff; s.Handed != 1 {
 		t.Fatalf("Handed = %d", s.Handed)
 	}
 	if err := second.Release(ctx); err != nil {
@@ -123,7 +123,7 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 func waitQueued(t *testing.T, c *redlock.Client) {
 	t.Helper()
 	guard := time.Now().Add(time.Minute)
-	for c.HandoffStats().Waiting == 0 {
+	for c.Stats().Handoff.Waiting == 0 {
 		if time.Now().After(guard) {
 			t.Fatal("no waiter queued")
 		}
@@ -217,9 +217,9 @@ func TestWaiterPollsWithoutSubscription(t *testing.T) {
 		got <- err
 	}()
 	guard := time.Now().Add(time.Minute)
-	for b.HandoffStats().SubscribeErrors < 3 { // refused on every node
+	for b.Stats().Handoff.SubscribeErrors < 3 { // refused on every node
 		if time.Now().After(guard) {
-			t.Fatalf("subscriptions not refused: %+v", b.HandoffStats())
+			t.Fatalf("subscriptions not refused: %+v", b.Stats().Handoff)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -229,7 +229,7 @@ func TestWaiterPollsWithoutSubscription(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if s := b.HandoffStats(); s.Notified != 0 || s.Timer == 0 {
+	if s := b.Stats().Handoff; s.Notified != 0 || s.Timer == 0 {
 		t.Fatalf("want waits ended by the timer only: %+v", s)
 	}
 }

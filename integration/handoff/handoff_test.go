@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
 )
 

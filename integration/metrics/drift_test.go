@@ -23,9 +23,9 @@ func TestDriftMetrics(t *testing.T) {
 	defer c.Close()
 	m.Watch(c)
 	guard := time.Now().Add(30 * time.Second) // a hang guard, not a speed check
-	for c.DriftStats().Flagged < 3 {
+	for c.Stats().Drift.Flagged < 3 {
 		if time.Now().After(guard) {
-			t.Fatalf("nodes not flagged: %+v", c.DriftStats())
+			t.Fatalf("nodes not flagged: %+v", c.Stats().Drift)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

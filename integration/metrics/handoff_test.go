@@ -36,7 +36,7 @@ func TestHandoffMetrics(t *testing.T) {
 		got <- err
 	}()
 	guard := time.Now().Add(time.Minute)
-	for c.HandoffStats().Waiting == 0 {
+	for c.Stats().Handoff.Waiting == 0 {
 		if time.Now().After(guard) {
 			t.Fatal("the second Lock did not queue")
 		}

@@ -36,9 +36,9 @@ func TestQuarantineMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	guard := time.Now().Add(30 * time.Second) // a hang guard, not a speed check
-	for c.QuarantineStats().Started < 1 {
+	for c.Stats().Quarantine.Started < 1 {
 		if time.Now().After(guard) {
-			t.Fatalf("restart not quarantined: %+v", c.QuarantineStats())
+			t.Fatalf("restart not quarantined: %+v", c.Stats().Quarantine)
 		}
 		try() // redials the restarted node, which reveals its new run_id
 		time.Sleep(10 * time.Millisecond)

@@ -51,9 +51,9 @@ func TestACLUserWithNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := <-got; err != nil {
-		t.Fatalf("waiter: %v (%+v)", err, b.HandoffStats())
+		t.Fatalf("waiter: %v (%+v)", err, b.Stats().Handoff)
 	}
-	if s := b.HandoffStats(); s.Notified != 1 || s.SubscribeErrors != 0 {
+	if s := b.Stats().Handoff; s.Notified != 1 || s.SubscribeErrors != 0 {
 		t.Fatalf("handoff stats %+v: want one notification, no refused subscription", s)
 	}
 }

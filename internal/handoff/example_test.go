@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // Two local waiters for one key, on a Hub without nodes (local hand-off

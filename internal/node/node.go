@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/handoff"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 var (
