@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // A waiter in another process (here another Client) is woken by the

@@ -7,8 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // A node whose ACL does not grant the channels (&redlock:released:*)

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // A PUBLISH on the key's channel, on any node, from a plain client, wakes

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 
-	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 func TestMain(m *testing.M) {
