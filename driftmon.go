@@ -55,17 +55,37 @@ func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 // a node whose rate is not yet known counts as within bounds. Each change
 // is logged (Warn when out, Info when back) and counted (Client.DriftStats).
 //
-// With exclude, an out-of-bounds node's yes does not count toward the
+// With DriftExclude, an out-of-bounds node's yes does not count toward the
 // quorum (it still receives every command): a round's NodeResult.Discounted
 // then matches ErrClockDrift. Without it the monitor only reports.
 //
-// every must be positive; New refuses it otherwise. The first TIME goes
-// out `every` after New; Close stops the monitor and waits for it. The
-// monitor is not run over cluster clients (TIME reaches an arbitrary
-// shard).
-func WithDriftMonitor(every time.Duration, exclude bool) Option {
-	return func(o *options) { o.driftEvery, o.driftOn, o.driftExclude = every, true, exclude }
+// A zero every is DefaultDriftEvery; a negative one is refused by New. The
+// first TIME goes out `every` after New; Close stops the monitor and waits
+// for it. The monitor is not run over cluster clients (TIME reaches an
+// arbitrary shard).
+func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
+	return func(o *options) {
+		o.driftOn = true
+		o.driftEvery = DefaultDriftEvery
+		set(&o.driftEvery, every)
+		for _, m := range modes {
+			if m == DriftExclude {
+				o.driftExclude = true
+			}
+		}
+	}
 }
+
+// DefaultDriftEvery is how often the drift monitor samples the node clocks
+// when WithDriftMonitor is given a zero interval.
+const DefaultDriftEvery = time.Second
+
+// DriftMode adjusts WithDriftMonitor.
+type DriftMode int
+
+// DriftExclude makes the drift monitor discount the vote of a node whose
+// clock is out of bounds, instead of only reporting it.
+const DriftExclude DriftMode = iota + 1
 
 // DriftStats is what the drift monitor has seen (see WithDriftMonitor).
 type DriftStats struct {

@@ -14,8 +14,8 @@ import (
 )
 
 func TestWithDriftMonitorValidation(t *testing.T) {
-	for _, every := range []time.Duration{0, -time.Second} {
-		c, err := New(unreachable(3), WithDriftMonitor(every, true))
+	for _, every := range []time.Duration{-time.Millisecond, -time.Second} {
+		c, err := New(unreachable(3), WithDriftMonitor(every, DriftExclude))
 		if err == nil {
 			c.Close()
 			t.Fatalf("WithDriftMonitor(%v) accepted", every)
@@ -57,7 +57,7 @@ func (s *syncBuffer) String() string {
 // Close stops it.
 func TestDriftMonitorRunsOnClientClock(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1e9, 0))
-	c, err := New(unreachable(3), WithClock(fake), WithDriftMonitor(time.Second, false))
+	c, err := New(unreachable(3), WithClock(fake), WithDriftMonitor(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func feedRate(m *driftMon, i, n int, start time.Duration, clientRate float64) ti
 func TestDriftGate(t *testing.T) {
 	var logs syncBuffer
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour, true),
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour, DriftExclude),
 		WithDriftFactor(0.01), WithLogger(lg))
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func TestDriftGate(t *testing.T) {
 
 // Without exclude the monitor only reports: no gate.
 func TestDriftMonitorReportOnly(t *testing.T) {
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour, false))
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -161,3 +161,49 @@ func TestTLSDialEndsWithCtx(t *testing.T) {
 		t.Fatalf("dial = %v, want the ctx's deadline", err)
 	}
 }
+
+// A zero TTL is refused before any traffic (the watchdog mode has its own
+// TTL, Watchdog), and zero option values keep the defaults while the named
+// constants turn features off.
+func TestZeroMeansDefault(t *testing.T) {
+	c, err := New(unreachable(3), WithNodeTimeout(0), WithDriftFactor(0), WithRetryBackoff(0, 0), WithMaxHold(0),
+		WithWatchdog(0, 0), WithLocalHandoff(0), WithRestartQuarantine(0), WithMaxAttempts(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if d := defaults(); c.o.nodeTimeout != d.nodeTimeout || c.o.driftFactor != d.driftFactor || c.o.retryMin != d.retryMin ||
+		c.o.retryMax != d.retryMax || c.o.lease != d.lease || c.o.renewEvery != d.renewEvery || c.o.localHandoff != d.localHandoff ||
+		c.o.qWindow != d.qWindow || c.q == nil {
+		t.Errorf("zero options changed the defaults: %+v", c.o)
+	}
+	ctx := context.Background()
+	for name, call := range map[string]func() error{
+		"Lock":    func() error { _, err := c.Lock(ctx, "k", 0); return err },
+		"TryLock": func() error { _, err := c.TryLock(ctx, "k", 0); return err },
+		"LockKeys": func() error {
+			_, err := c.LockKeys(ctx, []string{"a", "b"}, 0)
+			return err
+		},
+	} {
+		if err := call(); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("%s with ttl 0 = %v, want ErrInvalidArgument", name, err)
+		}
+	}
+	off, err := New(unreachable(3), WithLocalHandoff(LocalHandoffOff), WithRestartQuarantine(QuarantineOff), WithoutCoalescing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer off.Close()
+	if off.q != nil || off.o.localHandoff >= 0 || off.o.coalesce {
+		t.Errorf("off constants not applied: quarantine %v, hand-off %d, coalescing %v", off.q != nil, off.o.localHandoff, off.o.coalesce)
+	}
+	for _, o := range []Option{WithLocalHandoff(-2), WithRestartQuarantine(-2 * time.Second), WithNodeTimeout(-time.Second), WithMaxHold(-time.Second)} {
+		if c, err := New(unreachable(3), o); !errors.Is(err, ErrInvalidArgument) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("negative option accepted: %v", err)
+		}
+	}
+}

@@ -88,7 +88,9 @@ func defaults() options {
 	}
 }
 
-// Option configures a Client.
+// Option configures a Client. Every option follows one rule: a zero value
+// means the default; a negative value is refused by New, except the named
+// constants (QuarantineOff, LocalHandoffOff, Watchdog as a TTL).
 type Option func(*options)
 
 // WithQuorum sets how many nodes must agree: Majority (default), AllNodes or
@@ -98,28 +100,36 @@ func WithQuorum(q Quorum) Option { return func(o *options) { o.quorum = q } }
 // WithNodeTimeout bounds every call to one node (default 50ms). It is the
 // longest a dead or frozen node can delay a round that needs it; keep it
 // small next to the TTL. Each call is further capped at a tenth of the TTL.
-func WithNodeTimeout(d time.Duration) Option { return func(o *options) { o.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) Option { return func(o *options) { set(&o.nodeTimeout, d) } }
+
+// set sets *p to v unless v is zero (the default stays).
+func set[T comparable](p *T, v T) {
+	var zero T
+	if v != zero {
+		*p = v
+	}
+}
 
 // WithDriftFactor sets the share of the TTL set aside for clock drift
 // between client and nodes (default 0.01, as in the Redlock reference). It
 // must cover the largest relative clock-rate error you expect: the lock is
 // safe while factor >= 1 - clientRate/nodeRate.
-func WithDriftFactor(f float64) Option { return func(o *options) { o.driftFactor = f } }
+func WithDriftFactor(f float64) Option { return func(o *options) { set(&o.driftFactor, f) } }
 
 // WithMinValidity refuses to return a lock with less validity left than d
 // (default 0: any positive validity). Such an attempt counts as failed.
-func WithMinValidity(d time.Duration) Option { return func(o *options) { o.minValidity = d } }
+func WithMinValidity(d time.Duration) Option { return func(o *options) { set(&o.minValidity, d) } }
 
 // WithRetryBackoff sets the wait between attempts of Lock: exponential from
 // min, doubling up to max, each wait drawn at random from [d/2, d]
-// (defaults 2ms and 100ms).
+// (defaults 2ms and 100ms; a zero keeps its default).
 func WithRetryBackoff(min, max time.Duration) Option {
-	return func(o *options) { o.retryMin, o.retryMax = min, max }
+	return func(o *options) { set(&o.retryMin, min); set(&o.retryMax, max) }
 }
 
 // WithMaxAttempts caps the attempts of one Lock call (default 0: retry until
 // ctx is done).
-func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
+func WithMaxAttempts(n int) Option { return func(o *options) { set(&o.maxAttempts, n) } }
 
 // WithMaxHold caps how long one lock may be kept by extensions and
 // watchdog renewals, counted from its acquisition (default 0: no cap). An
@@ -127,13 +137,18 @@ func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n
 // matches ErrNotExtended); a watchdog stops renewing, and the lock ends at
 // its deadline. A stuck holder then loses the lock within the cap instead
 // of keeping it forever.
-func WithMaxHold(d time.Duration) Option { return func(o *options) { o.maxHold = d } }
+func WithMaxHold(d time.Duration) Option { return func(o *options) { set(&o.maxHold, d) } }
 
 // WithWatchdog sets the lease of locks taken in watchdog mode (see
 // Watchdog; default 30 s) and how often they are renewed (default
-// lease/3). every must be positive and shorter than the lease's validity.
+// lease/3; a zero keeps its default). every must be shorter than the
+// lease's validity.
 func WithWatchdog(lease, every time.Duration) Option {
-	return func(o *options) { o.lease, o.renewEvery = lease, every }
+	return func(o *options) {
+		set(&o.lease, lease)
+		o.renewEvery = o.lease / 3
+		set(&o.renewEvery, every)
+	}
 }
 
 // WithLocalHandoff sets how many times in a row a lock may pass directly
@@ -143,10 +158,14 @@ func WithWatchdog(lease, every time.Duration) Option {
 // inside this process changes, in the order the Lock calls queued. After
 // n passes it is released on the nodes, and this Client's waiters wait for
 // the nodes' release notification like other processes' waiters, so that
-// they get their turn. 0 turns passing off. Only single-key locks taken
-// with Lock are passed, and a fixed-TTL lock only with at least half the
-// waiter's TTL left.
-func WithLocalHandoff(n int) Option { return func(o *options) { o.localHandoff = n } }
+// they get their turn. LocalHandoffOff turns passing off. Only single-key
+// locks taken with Lock are passed, and a fixed-TTL lock only with at
+// least half the waiter's TTL left.
+func WithLocalHandoff(n int) Option { return func(o *options) { set(&o.localHandoff, n) } }
+
+// LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
+// every Release deletes the lock on the nodes.
+const LocalHandoffOff = -1
 
 // WithName sets a name for this Client (default none), for example the
 // host or pod, that begins its instance id (Client.ID) and so every owner
@@ -188,8 +207,8 @@ func WithNodeObserver(fn func(NodeEvent)) Option {
 
 func (o *options) validate(n int) error {
 	switch {
-	case o.nodeTimeout <= 0:
-		return invalid("node timeout %v must be positive", o.nodeTimeout)
+	case o.nodeTimeout < 0:
+		return invalid("node timeout %v must not be negative", o.nodeTimeout)
 	case o.driftFactor < 0 || o.driftFactor >= 1 || math.IsNaN(o.driftFactor):
 		return invalid("drift factor %v must be in [0, 1)", o.driftFactor)
 	case o.minValidity < 0:
@@ -198,14 +217,14 @@ func (o *options) validate(n int) error {
 		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
 	case o.maxHold < 0:
 		return invalid("max hold %v must not be negative", o.maxHold)
-	case o.localHandoff < 0:
-		return invalid("local handoff %d must not be negative", o.localHandoff)
+	case o.localHandoff < LocalHandoffOff:
+		return invalid("local handoff %d must not be negative (LocalHandoffOff turns it off)", o.localHandoff)
 	case o.maxAttempts < 0:
 		return invalid("max attempts %d must not be negative", o.maxAttempts)
-	case o.qWindow < 0:
-		return invalid("restart quarantine window %v must not be negative", o.qWindow)
-	case o.driftOn && o.driftEvery <= 0:
-		return invalid("drift monitor interval %v must be positive", o.driftEvery)
+	case o.qWindow < 0 && o.qWindow != QuarantineOff:
+		return invalid("restart quarantine window %v must not be negative (QuarantineOff turns it off)", o.qWindow)
+	case o.driftOn && o.driftEvery < 0:
+		return invalid("drift monitor interval %v must not be negative", o.driftEvery)
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):
@@ -253,4 +272,4 @@ func (o *options) validate(n int) error {
 // batch), so go-redis hooks see ProcessPipeline rather than Process for
 // them and not the caller's context values. Off, every call takes a
 // pooled connection of its own.
-func WithCoalescing(on bool) Option { return func(o *options) { o.coalesce = on } }
+func WithoutCoalescing() Option { return func(o *options) { o.coalesce = false } }

@@ -230,7 +230,7 @@ const (
 )
 
 // QuarantineOff as WithRestartQuarantine's window turns quarantine off.
-const QuarantineOff time.Duration = 0
+const QuarantineOff time.Duration = -1
 
 // DefaultQuarantineWindow is the restart quarantine's deployment setting
 // when WithRestartQuarantine is not given: the default watchdog lease
@@ -249,12 +249,12 @@ const DefaultQuarantineWindow = DefaultLease + DefaultLease/2
 // answers or fails). Every Client raises that register to its longest TTL
 // before the first command that may grant or lengthen a lock with it. A
 // restart is exempt only if this Client saw both the old and the new
-// process run appendonly yes with appendfsync always. QuarantineOff (0)
-// turns the quarantine off; a negative window is refused by New. See
-// QuarantineFresh for nodes met young.
+// process run appendonly yes with appendfsync always. A zero window keeps
+// the default; QuarantineOff turns the quarantine off; another negative
+// window is refused by New. See QuarantineFresh for nodes met young.
 func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option {
 	return func(o *options) {
-		o.qWindow = window
+		set(&o.qWindow, window)
 		for _, m := range modes {
 			if m == QuarantineFresh {
 				o.qFresh = true

@@ -20,8 +20,10 @@ import (
 // renewer). A renewal that fails because nodes failed is tried again soon,
 // before the deadline, not only at the next interval. Use it when the
 // work's length is unknown; use a fixed TTL when the work must not outlive
-// it.
-const Watchdog time.Duration = 0
+// it. It is negative so that a TTL of zero (an unset config field, a
+// failed parse) is refused as ErrInvalidArgument rather than taken as a
+// lock held for as long as the process lives.
+const Watchdog time.Duration = -1
 
 // Defaults of WithWatchdog.
 const (

@@ -295,7 +295,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 					for _, c := range cs {
 						res.Independent[c.name()] = independent(c, 64, cfg.independent)
 					}
-					co, err := newOursAs("redlock-no-coalescing", urls, redlock.WithCoalescing(false))
+					co, err := newOursAs("redlock-no-coalescing", urls, redlock.WithoutCoalescing())
 					if err != nil {
 						return err
 					}
@@ -929,7 +929,7 @@ func markdown(r *Results) string {
 			altHeads("cycles/s"), altSeps(), o.CyclesPerSec, s.CyclesPerSec, ratio(o.CyclesPerSec, s.CyclesPerSec), f.CyclesPerSec,
 			altCells(r.Independent, cyclesCell), o.Errors, s.Errors)
 		if co, ok := r.Independent["redlock-no-coalescing"]; ok {
-			fmt.Fprintf(&b, "\nWith `WithCoalescing(false)` (on by default): %.0f cycles/s, %s x go-redsync; the default is %s x this; errors %d.\n",
+			fmt.Fprintf(&b, "\nWith `WithoutCoalescing()` (on by default): %.0f cycles/s, %s x go-redsync; the default is %s x this; errors %d.\n",
 				co.CyclesPerSec, ratio(co.CyclesPerSec, s.CyclesPerSec), ratio(o.CyclesPerSec, co.CyclesPerSec), co.Errors)
 		}
 

@@ -118,7 +118,7 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 		opts = append(opts, redlock.WithFencing())
 	}
 	if s.DriftMonitor {
-		opts = append(opts, redlock.WithDriftMonitor(20*time.Millisecond, true))
+		opts = append(opts, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
 	}
 	var w *watch
 	if s.Lease > 0 {

@@ -68,7 +68,11 @@ func BenchmarkIndependent(b *testing.B) {
 	for _, on := range []bool{true, false} {
 		b.Run(fmt.Sprintf("coalescing-%v", on), func(b *testing.B) {
 			nodes := harness.Start(b, 5, harness.Config{})
-			c := client(b, nodes, redlock.WithCoalescing(on))
+			opts := []redlock.Option{}
+			if !on {
+				opts = append(opts, redlock.WithoutCoalescing())
+			}
+			c := client(b, nodes, opts...)
 			var g atomic.Int64
 			var errs atomic.Int64
 			b.SetParallelism(64 / runtime.GOMAXPROCS(0))

@@ -28,7 +28,7 @@ func TestFrozenNodeCoalescedOneBatchAtATime(t *testing.T) {
 	warmScripts(t, nodes)
 	h := &batchHook{sent: map[string][]string{}}
 	clients := hookedClients(nodes, 4, h)
-	c, err := redlock.New(clients, redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithCoalescing(true))
+	c, err := redlock.New(clients, redlock.WithNodeTimeout(200*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

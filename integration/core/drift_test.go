@@ -113,7 +113,7 @@ func waitDrift(t *testing.T, c *redlock.Client, done func(redlock.DriftStats) bo
 func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	const rate = 0.8
-	a, _ := skewed(t, nodes, rate, redlock.WithDriftMonitor(20*time.Millisecond, true))
+	a, _ := skewed(t, nodes, rate, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
 	s := waitDrift(t, a, func(s redlock.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if n.Out == nil {
@@ -161,7 +161,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 // with exclude: every node's rate gets known, none is out, locks work.
 func TestDriftMonitorAcceptsTrueClock(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	c := client(t, nodes, redlock.WithDriftMonitor(20*time.Millisecond, true))
+	c := client(t, nodes, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
 	s := waitDrift(t, c, func(s redlock.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if !n.Known {

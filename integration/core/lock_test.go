@@ -859,7 +859,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	// one call or pipeline in flight by construction and its callers leave
 	// at their deadlines: TestFrozenNodeCoalescedOneBatchAtATime.)
 	c, err := redlock.New(clients, redlock.WithNodeTimeout(nodeTimeout), redlock.WithNodeObserver(h.observe),
-		redlock.WithCoalescing(false))
+		redlock.WithoutCoalescing())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		// the call timeout is also capped at a tenth of the TTL.
 		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(c.name), releaseOnLost(chk)}, opts[i]...)
 		if avoid("handoff") {
-			o = append(o, redlock.WithLocalHandoff(0))
+			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff))
 		}
 		if avoid("quarantine") {
 			o = append(o, redlock.WithRestartQuarantine(2*maxTTL))
