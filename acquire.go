@@ -13,6 +13,7 @@ import (
 type request struct {
 	keys     []string
 	ttl      time.Duration // the lease in watchdog mode
+	o        callOptions   // the Client's, with the call's LockOptions
 	watchdog bool
 	retry    bool
 	begin    time.Time
@@ -29,14 +30,24 @@ type result struct {
 	ev       outcome // the acquisition's event, when it won
 }
 
-func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool) (*Lock, error) {
+func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, retry bool, opts []LockOption) (*Lock, error) {
 	if ctx == nil {
 		return nil, invalid("nil context")
 	}
-	if err := c.checkKeys(keys); err != nil {
+	r := request{ttl: ttl, retry: retry, o: c.o.callOptions}
+	for _, opt := range opts {
+		if opt == nil {
+			return nil, invalid("nil option")
+		}
+		opt.applyCall(&r.o)
+	}
+	if err := r.o.validate(); err != nil {
 		return nil, err
 	}
-	r := request{keys: append([]string(nil), keys...), ttl: ttl, retry: retry}
+	if err := c.checkKeys(keys, r.o.fencing); err != nil {
+		return nil, err
+	}
+	r.keys = append([]string(nil), keys...)
 	if r.watchdog = ttl == Watchdog; r.watchdog {
 		r.ttl = c.o.lease
 	}
@@ -70,10 +81,10 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		case res.lock != nil:
 			return res.ev
-		case !r.retry || n == c.o.maxAttempts || res.cause != nil:
+		case !r.retry || n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(r, n, res)
 		}
-		if res.cause = c.sleep(ctx, c.backoff(n)); res.cause != nil {
+		if res.cause = c.sleep(ctx, c.backoff(&r.o, n)); res.cause != nil {
 			return c.failed(r, n, res)
 		}
 	}
@@ -100,10 +111,10 @@ func (c *Client) queued(ctx context.Context, r request) outcome {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		case res.lock != nil:
 			return res.ev
-		case n == c.o.maxAttempts || res.cause != nil:
+		case n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(r, n, res)
 		}
-		idle, d = 1, c.backoff(1)
+		idle, d = 1, c.backoff(&r.o, 1)
 	}
 	t := c.hub.EnterWant(r.keys[0], r)
 	defer t.Leave()
@@ -128,25 +139,25 @@ func (c *Client) queued(ctx context.Context, r request) outcome {
 			t.LeaveHolding()
 			return res.ev
 		}
-		if n == c.o.maxAttempts || res.cause != nil {
+		if n == r.o.maxAttempts || res.cause != nil {
 			return c.failed(r, n, res)
 		}
 		if idle++; woken {
 			idle = 1 // a release was seen: start the backoff over
 		}
-		d = c.backoff(idle)
+		d = c.backoff(&r.o, idle)
 	}
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
 // else the failed round, undone.
 func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
-	a, out, err := c.try(ctx, r.keys, r.ttl)
+	a, out, err := c.try(ctx, r.keys, r.ttl, r.o.fencing)
 	if err != nil {
 		return result{}, err
 	}
 	res := result{owner: a.owner, out: out, cause: out.Err}
-	if c.o.fencing && out.Reached && res.cause == nil {
+	if r.o.fencing && out.Reached && res.cause == nil {
 		a.token, res.out = c.fence(ctx, r.keys, r.ttl, a, out)
 	}
 	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
@@ -154,7 +165,7 @@ func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error)
 		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
 	}
 	if res.out.Reached && res.cause == nil && res.validity > c.o.minValidity {
-		res.lock = c.newLock(r.keys, r.ttl, a, out, r.watchdog)
+		res.lock = c.newLock(r, a, out)
 		res.ev = outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
 			left: res.lock.Remaining()}
 		return res, nil

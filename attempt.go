@@ -34,7 +34,7 @@ type attempt struct {
 // try sends one acquisition of keys for ttl to every node under a fresh
 // owner value and returns the attempt with its round's outcome at the
 // decision.
-func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*attempt, quorum.Outcome, error) {
+func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration, fencing bool) (*attempt, quorum.Outcome, error) {
 	owner, err := c.newOwner()
 	if err != nil {
 		return nil, quorum.Outcome{}, err
@@ -43,7 +43,7 @@ func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration) (*at
 	cmd := node.LockNew(keys, owner, ttl)
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
 	switch {
-	case c.o.fencing:
+	case fencing:
 		a.fences = fenceKeys(keys)
 		cmd = node.LockFenced(keys, a.fences, owner, ttl, fenceTTL(ttl))
 		again = cmd

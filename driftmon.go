@@ -64,7 +64,7 @@ func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 // for it. The monitor is not run over cluster clients (TIME reaches an
 // arbitrary shard).
 func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
-	return func(o *options) {
+	return clientOption(func(o *options) {
 		o.driftOn = true
 		o.driftEvery = DefaultDriftEvery
 		set(&o.driftEvery, every)
@@ -73,7 +73,7 @@ func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
 				o.driftExclude = true
 			}
 		}
-	}
+	})
 }
 
 // DefaultDriftEvery is how often the drift monitor samples the node clocks

@@ -42,7 +42,7 @@ import (
 // A lock with fencing is never passed between waiters inside the Client
 // (WithLocalHandoff): every holder gets its own token. Tokens are large
 // (microseconds since 1970): an SQL column for them needs 64 bits.
-func WithFencing() Option { return func(o *options) { o.fencing = true } }
+func WithFencing() LockOption { return callOption(func(o *callOptions) { o.fencing = true }) }
 
 // FenceMargin is how much longer than the lock's TTL a fence register
 // lives after each write (WithFencing), and so the bound on how much node

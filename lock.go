@@ -50,11 +50,12 @@ type Lock struct {
 	c        *Client
 	keys     []string
 	owner    string
-	token    int64     // fencing token (WithFencing), else 0
-	won      *answers  // what the nodes answered the winning attempt, for Release
-	acquired time.Time // start of the winning attempt
-	watchdog bool      // renewed in the background (see Watchdog)
-	passes   int       // times the hold was passed on inside this Client in a row (passOn)
+	token    int64         // fencing token (WithFencing), else 0
+	won      *answers      // what the nodes answered the winning attempt, for Release
+	acquired time.Time     // start of the winning attempt
+	watchdog bool          // renewed in the background (see Watchdog)
+	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
+	passes   int           // times the hold was passed on inside this Client in a row (passOn)
 
 	mu        sync.Mutex
 	phase     phase
@@ -91,11 +92,11 @@ const (
 // after Release.
 var ErrReleased = errors.New("redlock: lock released")
 
-func (c *Client) newLock(keys []string, ttl time.Duration, a *attempt, out quorum.Outcome, watchdog bool) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: watchdog,
-		ttl: ttl, deadline: a.start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)), confirmed: true}
+func (c *Client) newLock(r request, a *attempt, out quorum.Outcome) *Lock {
+	l := &Lock{c: c, keys: r.keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
+		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true}
 	l.setVotes(out.Votes)
-	if watchdog {
+	if r.watchdog {
 		l.mu.Lock()
 		l.armExpiry()
 		c.renewer.add(c, l)
@@ -275,7 +276,7 @@ func (l *Lock) Err() error {
 
 // expired is the cause of a Lock whose deadline passed without a renewal.
 func (l *Lock) expired() error {
-	if mh := l.c.o.maxHold; l.watchdog && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
+	if mh := l.maxHold; l.watchdog && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
 		return fmt.Errorf("%w: %q: the validity ran out at the max hold of %v: %w", ErrLockLost, l.keys, mh, ErrMaxHold)
 	}
 	return fmt.Errorf("%w: %q: the validity ran out before a renewal succeeded", ErrLockLost, l.keys)
@@ -486,8 +487,8 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
 	case l.remaining() <= 0:
 		err, expired = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
-	case c.o.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(c.o.maxHold)):
-		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, c.o.maxHold)
+	case l.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(l.maxHold)):
+		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, l.maxHold)
 		if o == opRenew {
 			c.renewer.remove(l)
 		}
@@ -668,12 +669,14 @@ func (l *Lock) markPassed() {
 	l.mu.Unlock()
 }
 
-// startPassed starts the life of a successor taken by a waiter: its
-// expiry timer and, for a watchdog lock, its renewals, the first one at
-// the cadence of the last renewal. It returns the validity left.
-func (l *Lock) startPassed() time.Duration {
+// startPassed starts the life of a successor taken by a waiter with max
+// hold maxHold: its expiry timer and, for a watchdog lock, its renewals,
+// the first one at the cadence of the last renewal. It returns the
+// validity left.
+func (l *Lock) startPassed(maxHold time.Duration) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.maxHold = maxHold
 	if l.watchdog {
 		l.armExpiry()
 		l.c.renewer.add(l.c, l)

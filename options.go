@@ -48,14 +48,11 @@ func (q Quorum) need(n int) int {
 }
 
 type options struct {
+	callOptions  // what a call may set over the Client's
 	quorum       Quorum
 	nodeTimeout  time.Duration
 	driftFactor  float64
 	minValidity  time.Duration
-	retryMin     time.Duration
-	retryMax     time.Duration
-	maxAttempts  int
-	maxHold      time.Duration
 	lease        time.Duration
 	localHandoff int
 	renewEvery   time.Duration
@@ -66,19 +63,17 @@ type options struct {
 	nodeObs      []func(NodeEvent)
 	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
 	qFresh       bool
-	fencing      bool
 	driftEvery   time.Duration // WithDriftMonitor
 	driftOn      bool
 	driftExclude bool
-	coalesce     bool // WithCoalescing
+	coalesce     bool // WithoutCoalescing
 }
 
 func defaults() options {
 	return options{
+		callOptions:  callOptions{retryMin: DefaultRetryMin, retryMax: DefaultRetryMax},
 		nodeTimeout:  DefaultNodeTimeout,
 		driftFactor:  DefaultDriftFactor,
-		retryMin:     DefaultRetryMin,
-		retryMax:     DefaultRetryMax,
 		lease:        DefaultLease,
 		qWindow:      DefaultQuarantineWindow,
 		localHandoff: DefaultLocalHandoff,
@@ -88,19 +83,67 @@ func defaults() options {
 	}
 }
 
-// Option configures a Client. Every option follows one rule: a zero value
-// means the default; a negative value is refused by New, except the named
-// constants (QuarantineOff, LocalHandoffOff, Watchdog as a TTL).
-type Option func(*options)
+// Option configures a Client (New, NewFromURLs). Every option follows one
+// rule: a zero value means the default; a negative value is refused by New,
+// except the named constants (QuarantineOff, LocalHandoffOff, Watchdog as a
+// TTL).
+type Option interface{ apply(*options) }
+
+// LockOption is an Option that may also be given to one call (Lock,
+// TryLock, LockKeys, TryLockKeys, Run): it then holds for that call and the
+// Lock it returns, over the Client's setting, so that key families with
+// different needs share one Client (its connections, pub/sub and
+// renewals). WithFencing, WithRetryBackoff, WithMaxAttempts and WithMaxHold
+// are LockOptions.
+type LockOption interface {
+	Option
+	applyCall(*callOptions)
+}
+
+// clientOption is an Option for the Client only.
+type clientOption func(*options)
+
+func (f clientOption) apply(o *options) { f(o) }
+
+// callOption is a LockOption.
+type callOption func(*callOptions)
+
+func (f callOption) apply(o *options)         { f(&o.callOptions) }
+func (f callOption) applyCall(o *callOptions) { f(o) }
+
+// callOptions are the options a call may set (LockOption).
+type callOptions struct {
+	fencing     bool
+	retryMin    time.Duration
+	retryMax    time.Duration
+	maxAttempts int
+	maxHold     time.Duration
+}
+
+// validate checks what a call may set; New and every call with
+// LockOptions run it.
+func (o *callOptions) validate() error {
+	switch {
+	case o.retryMin < 0 || o.retryMax < o.retryMin:
+		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
+	case o.maxHold < 0:
+		return invalid("max hold %v must not be negative", o.maxHold)
+	case o.maxAttempts < 0:
+		return invalid("max attempts %d must not be negative", o.maxAttempts)
+	}
+	return nil
+}
 
 // WithQuorum sets how many nodes must agree: Majority (default), AllNodes or
 // AtLeast(k).
-func WithQuorum(q Quorum) Option { return func(o *options) { o.quorum = q } }
+func WithQuorum(q Quorum) Option { return clientOption(func(o *options) { o.quorum = q }) }
 
 // WithNodeTimeout bounds every call to one node (default 50ms). It is the
 // longest a dead or frozen node can delay a round that needs it; keep it
 // small next to the TTL. Each call is further capped at a tenth of the TTL.
-func WithNodeTimeout(d time.Duration) Option { return func(o *options) { set(&o.nodeTimeout, d) } }
+func WithNodeTimeout(d time.Duration) Option {
+	return clientOption(func(o *options) { set(&o.nodeTimeout, d) })
+}
 
 // set sets *p to v unless v is zero (the default stays).
 func set[T comparable](p *T, v T) {
@@ -114,22 +157,28 @@ func set[T comparable](p *T, v T) {
 // between client and nodes (default 0.01, as in the Redlock reference). It
 // must cover the largest relative clock-rate error you expect: the lock is
 // safe while factor >= 1 - clientRate/nodeRate.
-func WithDriftFactor(f float64) Option { return func(o *options) { set(&o.driftFactor, f) } }
+func WithDriftFactor(f float64) Option {
+	return clientOption(func(o *options) { set(&o.driftFactor, f) })
+}
 
 // WithMinValidity refuses to return a lock with less validity left than d
 // (default 0: any positive validity). Such an attempt counts as failed.
-func WithMinValidity(d time.Duration) Option { return func(o *options) { set(&o.minValidity, d) } }
+func WithMinValidity(d time.Duration) Option {
+	return clientOption(func(o *options) { set(&o.minValidity, d) })
+}
 
 // WithRetryBackoff sets the wait between attempts of Lock: exponential from
 // min, doubling up to max, each wait drawn at random from [d/2, d]
 // (defaults 2ms and 100ms; a zero keeps its default).
-func WithRetryBackoff(min, max time.Duration) Option {
-	return func(o *options) { set(&o.retryMin, min); set(&o.retryMax, max) }
+func WithRetryBackoff(min, max time.Duration) LockOption {
+	return callOption(func(o *callOptions) { set(&o.retryMin, min); set(&o.retryMax, max) })
 }
 
 // WithMaxAttempts caps the attempts of one Lock call (default 0: retry until
 // ctx is done).
-func WithMaxAttempts(n int) Option { return func(o *options) { set(&o.maxAttempts, n) } }
+func WithMaxAttempts(n int) LockOption {
+	return callOption(func(o *callOptions) { set(&o.maxAttempts, n) })
+}
 
 // WithMaxHold caps how long one lock may be kept by extensions and
 // watchdog renewals, counted from its acquisition (default 0: no cap). An
@@ -137,18 +186,20 @@ func WithMaxAttempts(n int) Option { return func(o *options) { set(&o.maxAttempt
 // matches ErrNotExtended); a watchdog stops renewing, and the lock ends at
 // its deadline. A stuck holder then loses the lock within the cap instead
 // of keeping it forever.
-func WithMaxHold(d time.Duration) Option { return func(o *options) { set(&o.maxHold, d) } }
+func WithMaxHold(d time.Duration) LockOption {
+	return callOption(func(o *callOptions) { set(&o.maxHold, d) })
+}
 
 // WithWatchdog sets the lease of locks taken in watchdog mode (see
 // Watchdog; default 30 s) and how often they are renewed (default
 // lease/3; a zero keeps its default). every must be shorter than the
 // lease's validity.
 func WithWatchdog(lease, every time.Duration) Option {
-	return func(o *options) {
+	return clientOption(func(o *options) {
 		set(&o.lease, lease)
 		o.renewEvery = o.lease / 3
 		set(&o.renewEvery, every)
-	}
+	})
 }
 
 // WithLocalHandoff sets how many times in a row a lock may pass directly
@@ -161,7 +212,9 @@ func WithWatchdog(lease, every time.Duration) Option {
 // they get their turn. LocalHandoffOff turns passing off. Only single-key
 // locks taken with Lock are passed, and a fixed-TTL lock only with at
 // least half the waiter's TTL left.
-func WithLocalHandoff(n int) Option { return func(o *options) { set(&o.localHandoff, n) } }
+func WithLocalHandoff(n int) Option {
+	return clientOption(func(o *options) { set(&o.localHandoff, n) })
+}
 
 // LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
 // every Release deletes the lock on the nodes.
@@ -171,15 +224,15 @@ const LocalHandoffOff = -1
 // host or pod, that begins its instance id (Client.ID) and so every owner
 // value it stores: redlock inspect and the logs then show which process
 // holds a lock. At most 64 printable bytes, no spaces or colons.
-func WithName(name string) Option { return func(o *options) { o.name = name } }
+func WithName(name string) Option { return clientOption(func(o *options) { o.name = name }) }
 
 // WithLogger logs acquisitions, failures, releases and failed extensions at
 // Debug (success) and Warn (failure) level. Default: silent.
-func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+func WithLogger(l *slog.Logger) Option { return clientOption(func(o *options) { o.logger = l }) }
 
 // WithClock sets the time source for validity and backoff (default
 // clock.Real, monotonic). Tests use clock.Fake; chaos tests clock.Scaled.
-func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
+func WithClock(c clock.Clock) Option { return clientOption(func(o *options) { o.clock = c }) }
 
 // WithObserver calls fn after every Lock, TryLock, LockKeys, TryLockKeys,
 // Extend and Release that got past input validation, on the caller's
@@ -192,7 +245,7 @@ func WithClock(c clock.Clock) Option { return func(o *options) { o.clock = c } }
 // renewal. It is the hook for metrics (see the redlockotel module). Each
 // WithObserver adds one observer; they run in the order given.
 func WithObserver(fn func(Event)) Option {
-	return func(o *options) { o.observers = append(o.observers, fn) }
+	return clientOption(func(o *options) { o.observers = append(o.observers, fn) })
 }
 
 // WithNodeObserver calls fn after every call to a node, also those that
@@ -202,10 +255,13 @@ func WithObserver(fn func(Event)) Option {
 // errors and timeouts, which Event.Nodes cannot (there a slow node is only
 // ErrPending). Each WithNodeObserver adds one observer.
 func WithNodeObserver(fn func(NodeEvent)) Option {
-	return func(o *options) { o.nodeObs = append(o.nodeObs, fn) }
+	return clientOption(func(o *options) { o.nodeObs = append(o.nodeObs, fn) })
 }
 
 func (o *options) validate(n int) error {
+	if err := o.callOptions.validate(); err != nil {
+		return err
+	}
 	switch {
 	case o.nodeTimeout < 0:
 		return invalid("node timeout %v must not be negative", o.nodeTimeout)
@@ -213,14 +269,8 @@ func (o *options) validate(n int) error {
 		return invalid("drift factor %v must be in [0, 1)", o.driftFactor)
 	case o.minValidity < 0:
 		return invalid("min validity %v must not be negative", o.minValidity)
-	case o.retryMin <= 0 || o.retryMax < o.retryMin:
-		return invalid("retry backoff [%v, %v] must be positive with min <= max", o.retryMin, o.retryMax)
-	case o.maxHold < 0:
-		return invalid("max hold %v must not be negative", o.maxHold)
 	case o.localHandoff < LocalHandoffOff:
 		return invalid("local handoff %d must not be negative (LocalHandoffOff turns it off)", o.localHandoff)
-	case o.maxAttempts < 0:
-		return invalid("max attempts %d must not be negative", o.maxAttempts)
 	case o.qWindow < 0 && o.qWindow != QuarantineOff:
 		return invalid("restart quarantine window %v must not be negative (QuarantineOff turns it off)", o.qWindow)
 	case o.driftOn && o.driftEvery < 0:
@@ -272,4 +322,4 @@ func (o *options) validate(n int) error {
 // batch), so go-redis hooks see ProcessPipeline rather than Process for
 // them and not the caller's context values. Off, every call takes a
 // pooled connection of its own.
-func WithoutCoalescing() Option { return func(o *options) { o.coalesce = false } }
+func WithoutCoalescing() Option { return clientOption(func(o *options) { o.coalesce = false }) }

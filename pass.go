@@ -44,8 +44,8 @@ func (c *Client) Stats() Stats {
 // the TTL it asked for. Called by the Hub with its lock held.
 func (l *Lock) fits(v any) bool {
 	r, ok := v.(request)
-	if !ok || r.watchdog != l.watchdog {
-		return false
+	if !ok || r.watchdog != l.watchdog || r.o.fencing {
+		return false // a fenced waiter needs a token of its own
 	}
 	left := l.Remaining()
 	if l.watchdog {
@@ -58,7 +58,7 @@ func (l *Lock) fits(v any) bool {
 // a watchdog lock: the next renewal keeps the cadence of the last one) and
 // returns its event: an acquisition after n attempts of that waiter.
 func (c *Client) taken(r request, n int, l *Lock) outcome {
-	left := l.startPassed()
+	left := l.startPassed(r.o.maxHold)
 	return outcome{op: opAcquire, keys: l.keys, owner: l.owner, lock: l, begin: r.begin, attempts: n,
 		round: quorum.Outcome{Votes: l.votes}, left: left, passed: true}
 }

@@ -253,14 +253,14 @@ const DefaultQuarantineWindow = DefaultLease + DefaultLease/2
 // the default; QuarantineOff turns the quarantine off; another negative
 // window is refused by New. See QuarantineFresh for nodes met young.
 func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option {
-	return func(o *options) {
+	return clientOption(func(o *options) {
 		set(&o.qWindow, window)
 		for _, m := range modes {
 			if m == QuarantineFresh {
 				o.qFresh = true
 			}
 		}
-	}
+	})
 }
 
 // identities is what New adds for the quarantine: a dial hook per node

@@ -187,7 +187,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		if opt == nil {
 			return nil, invalid("nil option")
 		}
-		opt(&o)
+		opt.apply(&o)
 	}
 	if len(clients) == 0 {
 		return nil, invalid("no nodes")
@@ -359,30 +359,34 @@ func (c *Client) Close() error {
 }
 
 // Lock acquires key for ttl, blocking and retrying until it succeeds or ctx
-// is done. On failure the error matches ErrNotObtained (and ctx.Err() if ctx
-// ended it) and is a *QuorumError with the last round's per-node answers;
-// bad input matches ErrInvalidArgument.
-func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, []string{key}, ttl, true)
+// is done. ttl must be at least 1ms and longer than the drift budget, or
+// Watchdog for a lock renewed in the background. opts hold for this call
+// and the Lock over the Client's options (see LockOption). On failure the
+// error matches ErrNotObtained (and ctx.Err() if ctx ended it) and is a
+// *QuorumError with the last round's per-node answers; bad input (an empty
+// key, a zero or negative ttl, a nil option) matches ErrInvalidArgument and
+// sends nothing.
+func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, []string{key}, ttl, true, opts)
 }
 
 // TryLock makes a single attempt to acquire key for ttl. It fails with
 // ErrNotObtained if the key is held elsewhere or too few nodes answered.
-func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, []string{key}, ttl, false)
+func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, []string{key}, ttl, false, opts)
 }
 
 // LockKeys acquires several keys together, all or nothing on each node (one
 // script per node), blocking like Lock. A node counts toward the quorum only
 // if it granted every key. On a Redis Cluster node all keys must share a
 // hash slot (use a {hash tag}).
-func (c *Client) LockKeys(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, keys, ttl, true)
+func (c *Client) LockKeys(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, keys, ttl, true, opts)
 }
 
 // TryLockKeys is LockKeys with a single attempt.
-func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Duration) (*Lock, error) {
-	return c.acquire(ctx, keys, ttl, false)
+func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
+	return c.acquire(ctx, keys, ttl, false, opts)
 }
 
 // Run takes key in watchdog mode (blocking like Lock), calls fn with a ctx
@@ -393,11 +397,11 @@ func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Durati
 // acquisition's error if fn never ran. fn must stop touching the protected
 // resource once its ctx is done. fn's ctx carries the Lock: LockFrom
 // returns it (for its Token with WithFencing).
-func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalid("nil function")
 	}
-	l, err := c.Lock(ctx, key, Watchdog)
+	l, err := c.Lock(ctx, key, Watchdog, opts...)
 	if err != nil {
 		return err
 	}
@@ -424,7 +428,7 @@ func LockFrom(ctx context.Context) *Lock {
 	return l
 }
 
-func (c *Client) checkKeys(keys []string) error {
+func (c *Client) checkKeys(keys []string, fencing bool) error {
 	if len(keys) == 0 {
 		return invalid("no keys")
 	}
@@ -437,7 +441,7 @@ func (c *Client) checkKeys(keys []string) error {
 			return invalid("duplicate key %q", k)
 		}
 		seen[k] = struct{}{}
-		if c.cluster && c.o.fencing && node.Slot(FenceKey(k)) != node.Slot(k) {
+		if c.cluster && fencing && node.Slot(FenceKey(k)) != node.Slot(k) {
 			return invalid("key %q: its fence register %q would be in another cluster hash slot; use a {hash tag}", k, FenceKey(k))
 		}
 	}
@@ -575,10 +579,10 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.ValueC
 
 // backoff returns the wait before attempt+1: exponential, capped, with
 // jitter in [d/2, d] so contenders spread out.
-func (c *Client) backoff(attempt int) time.Duration {
-	d := c.o.retryMax
+func (c *Client) backoff(o *callOptions, attempt int) time.Duration {
+	d := o.retryMax
 	if attempt < 30 {
-		if e := c.o.retryMin << (attempt - 1); e > 0 && e < d {
+		if e := o.retryMin << (attempt - 1); e > 0 && e < d {
 			d = e
 		}
 	}

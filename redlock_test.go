@@ -227,7 +227,7 @@ func TestBackoffBounds(t *testing.T) {
 			want = c.o.retryMin << (attempt - 1)
 		}
 		for i := 0; i < 50; i++ {
-			d := c.backoff(attempt)
+			d := c.backoff(&c.o.callOptions, attempt)
 			if d < want/2 || d > want {
 				t.Fatalf("backoff(%d) = %v, want in [%v, %v]", attempt, d, want/2, want)
 			}
