@@ -76,10 +76,6 @@ func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
 	})
 }
 
-// DefaultDriftEvery is how often the drift monitor samples the node clocks
-// when WithDriftMonitor is given a zero interval.
-const DefaultDriftEvery = time.Second
-
 // DriftMode adjusts WithDriftMonitor.
 type DriftMode int
 

@@ -9,12 +9,25 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
-// Defaults of the Client options.
+// Defaults of the Client options, all in one place. A zero value given to
+// an option keeps its default.
 const (
-	DefaultNodeTimeout = 50 * time.Millisecond
-	DefaultDriftFactor = 0.01
-	DefaultRetryMin    = 2 * time.Millisecond
+	DefaultNodeTimeout = 50 * time.Millisecond // WithNodeTimeout
+	DefaultDriftFactor = 0.01                  // WithDriftFactor
+	DefaultRetryMin    = 2 * time.Millisecond  // WithRetryBackoff
 	DefaultRetryMax    = 100 * time.Millisecond
+	DefaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
+	// DefaultLocalHandoff is how many times in a row a lock may pass
+	// between waiters of one Client before it is released on the nodes
+	// (WithLocalHandoff).
+	DefaultLocalHandoff = 16
+	// DefaultQuarantineWindow is the restart quarantine's deployment
+	// setting (WithRestartQuarantine): the default lease and half of it
+	// again as margin.
+	DefaultQuarantineWindow = DefaultLease + DefaultLease/2
+	// DefaultDriftEvery is how often the drift monitor samples the node
+	// clocks (WithDriftMonitor with a zero interval).
+	DefaultDriftEvery = time.Second
 )
 
 // Quorum says how many nodes must agree. The zero value is Majority.

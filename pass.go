@@ -8,10 +8,6 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
-// DefaultLocalHandoff is how many times in a row a lock may pass between
-// waiters of one Client before it is released on the nodes (WithLocalHandoff).
-const DefaultLocalHandoff = 16
-
 // HandoffStats counts this Client's waiting Lock calls: how their waits
 // ended (a node's release notification, a release by this Client, the
 // previous waiter leaving, the backoff timer), locks passed between its

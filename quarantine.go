@@ -232,11 +232,6 @@ const (
 // QuarantineOff as WithRestartQuarantine's window turns quarantine off.
 const QuarantineOff time.Duration = -1
 
-// DefaultQuarantineWindow is the restart quarantine's deployment setting
-// when WithRestartQuarantine is not given: the default watchdog lease
-// (DefaultLease) and half of it again as margin.
-const DefaultQuarantineWindow = DefaultLease + DefaultLease/2
-
 // WithRestartQuarantine sets the restart quarantine (default: on, with
 // DefaultQuarantineWindow). window is the deployment setting: the longest
 // lock (TTL or watchdog lease) any client of the deployment may hold on

@@ -25,11 +25,6 @@ import (
 // lock held for as long as the process lives.
 const Watchdog time.Duration = -1
 
-// Defaults of WithWatchdog.
-const (
-	DefaultLease = 30 * time.Second
-)
-
 // ErrMaxHold: an extension or renewal would keep the lock past WithMaxHold.
 // It matches ErrNotExtended; the cause of a watchdog lock that ran out
 // there matches it too.
