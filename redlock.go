@@ -140,9 +140,12 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 
 // NewFromURLs connects to one node per URL (redis://, rediss:// or unix://,
 // as go-redis ParseURL accepts, with password, database and TLS) with
-// context deadlines enabled and go-redis's retries off (unless the URL sets
-// max_retries): a failed node call then counts as an unknown outcome and
-// is undone. Close closes these connections.
+// context deadlines enabled, go-redis's retries off (unless the URL sets
+// max_retries: a failed node call then counts as an unknown outcome and is
+// undone) and one dial per attempt (unless it sets dialer_retries: go-redis
+// otherwise dials a refusing node five times, 100ms apart, so a dead node
+// would cost every round its node deadline). Close closes these
+// connections.
 //
 // A URL without a host (redis://, redis:///0), with a port outside 1-65535
 // or that go-redis cannot parse is refused with ErrInvalidArgument naming
@@ -161,6 +164,9 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 		opt.ContextTimeoutEnabled = true
 		if !strings.Contains(u, "max_retries=") {
 			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
+		}
+		if !strings.Contains(u, "dialer_retries=") {
+			opt.DialerRetries = 1 // a dead node fails at once, not after five dials 100ms apart
 		}
 		if opt.TLSConfig != nil && opt.Dialer == nil {
 			opt.Dialer = tlsDialer(opt)
