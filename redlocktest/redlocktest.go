@@ -145,7 +145,10 @@ func (c *Cluster) Now() time.Time { return c.clock.Now() }
 // together. Timers that fall due run in order, each at its own time and
 // to its end, before Advance returns: a lock whose deadline passes is
 // Done, watchdog locks are renewed at their intervals, keys whose TTL
-// passes are gone from the nodes.
+// passes are gone from the nodes. A Lock's deadline timer is armed when
+// its Done or Context is first called: called only after the deadline
+// passed, Done closes at once but on another goroutine, so wait on it
+// (<-l.Done()) rather than poll it.
 func (c *Cluster) Advance(d time.Duration) { c.clock.Advance(d) }
 
 // Lose deletes keys on every node, as if another party had taken them or
@@ -161,9 +164,11 @@ func (c *Cluster) Lose(keys ...string) {
 }
 
 // Expire advances the time to just past l's deadline and the end of its
-// keys' TTL on every node, so that l is Done and others can take its keys.
+// keys' TTL on every node, so that l is Done when Expire returns and others
+// can take its keys.
 // A watchdog lock is renewed on the way and so does not expire: use Lose.
 func (c *Cluster) Expire(l *redlock.Lock) {
+	l.Done() // arms l's deadline timer (armed on first use), so that it fires in Advance
 	d := l.Deadline().Sub(c.Now()) + time.Millisecond
 	for _, m := range c.servers {
 		for _, k := range l.Keys() {
