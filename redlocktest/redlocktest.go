@@ -33,6 +33,7 @@ package redlocktest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +58,8 @@ type Cluster struct {
 	servers []*miniredis.Miniredis
 	clients []*redis.Client
 	clock   *stepClock
-	other   *redlock.Client // the holder of Hold
+	mu      sync.Mutex
+	other   *redlock.Client // the holder of Hold; made on first use, under mu
 }
 
 // Option configures New.
@@ -106,11 +108,13 @@ func (c *Cluster) setNodeTime(now time.Time) {
 
 // Client returns a new redlock.Client over the Cluster's nodes (a process
 // of its own: its locks contend with every other Client's), on the
-// Cluster's clock. Its defaults differ from redlock.New's in two ways:
-// a per-node timeout of 2s (real time; the fake clock does not count it)
-// and the restart quarantine off (the nodes never restart and their INFO
-// has no run_id). opts come after these and may override them. The
-// Client is closed by t.Cleanup; the test fails if New refuses opts.
+// Cluster's clock. Its defaults are redlock.New's but for a per-node
+// timeout of 2s (real time, which the fake clock does not count against
+// validity; a loaded test machine must not turn a slow answer into a lost
+// vote). The restart quarantine stays on but never acts: the nodes do not
+// restart, and their INFO has no run_id. opts come after these and may
+// override them. The Client is closed by t.Cleanup; the test fails if New
+// refuses opts.
 func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
 	c.t.Helper()
 	cl, err := c.newClient(opts)
@@ -128,7 +132,6 @@ func (c *Cluster) newClient(opts []redlock.Option) (*redlock.Client, error) {
 	all := append([]redlock.Option{
 		redlock.WithClock(c.clock),
 		redlock.WithNodeTimeout(nodeTimeout),
-		redlock.WithRestartQuarantine(redlock.QuarantineOff),
 	}, opts...)
 	cl, err := redlock.New(nodes, all...)
 	if err != nil {
@@ -188,13 +191,17 @@ func (c *Cluster) Expire(l *redlock.Lock) {
 // time pass its ttl, to free the key.
 func (c *Cluster) Hold(key string, ttl time.Duration) *redlock.Lock {
 	c.t.Helper()
+	c.mu.Lock()
 	if c.other == nil {
 		var err error
 		if c.other, err = c.newClient([]redlock.Option{redlock.WithName("redlocktest-holder")}); err != nil {
+			c.mu.Unlock()
 			c.t.Fatalf("redlocktest: %v", err)
 		}
 	}
-	l, err := c.other.TryLock(context.Background(), key, ttl)
+	other := c.other
+	c.mu.Unlock()
+	l, err := other.TryLock(context.Background(), key, ttl)
 	if err != nil {
 		c.t.Fatalf("redlocktest: hold %q: %v", key, err)
 	}
