@@ -59,7 +59,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // ScopeName is the instrumentation scope of the meter.
@@ -225,7 +224,7 @@ func (m *Metrics) Options() []redlock.Option {
 	return []redlock.Option{redlock.WithObserver(m.Observe), redlock.WithNodeObserver(m.ObserveNode)}
 }
 
-// Watch adds c's hand-off counters (redlock.Client.HandoffStats) to the
+// Watch adds c's hand-off counters (redlock.Client.Stats().Handoff) to the
 // redlock.handoff.* instruments, summed over every Client watched. Call it
 // once per Client, after redlock.New or NewFromURLs.
 func (m *Metrics) Watch(c *redlock.Client) {
@@ -235,8 +234,8 @@ func (m *Metrics) Watch(c *redlock.Client) {
 }
 
 // handoff sums the watched Clients' hand-off counters.
-func (m *Metrics) handoff() handoff.Stats {
-	var sum handoff.Stats
+func (m *Metrics) handoff() redlock.HandoffStats {
+	var sum redlock.HandoffStats
 	for _, c := range m.watched() {
 		s := c.Stats().Handoff
 		sum.Notified += s.Notified
