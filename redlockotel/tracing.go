@@ -92,13 +92,17 @@ func (t *Tracer) Observe(e redlock.Event) {
 		return
 	}
 	span.SetAttributes(spanAttrs(e)...)
+	var at trace.SpanEndEventOption = trace.WithTimestamp(now)      // one option for every event and End
+	buf := make([]attribute.KeyValue, 0, maxNodeAttrs*len(e.Nodes)) // one backing array for all events
 	for _, n := range e.Nodes {
-		span.AddEvent(NodeEventName, trace.WithTimestamp(now), trace.WithAttributes(nodeAttrs(n)...))
+		start := len(buf)
+		buf = appendNodeAttrs(buf, n)
+		span.AddEvent(NodeEventName, at, trace.WithAttributes(buf[start:len(buf):len(buf)]...))
 	}
 	if e.Err != nil {
 		span.SetStatus(codes.Error, e.Err.Error())
 	}
-	span.End(trace.WithTimestamp(now))
+	span.End(at)
 }
 
 // spanAttrs returns the attributes of e's span.
@@ -139,9 +143,11 @@ func counted(nodes []redlock.NodeResult) int {
 	return n
 }
 
-// nodeAttrs returns the attributes of one node's span event.
-func nodeAttrs(n redlock.NodeResult) []attribute.KeyValue {
-	kv := make([]attribute.KeyValue, 0, 6)
+// maxNodeAttrs is the most attributes appendNodeAttrs adds.
+const maxNodeAttrs = 6
+
+// appendNodeAttrs appends the attributes of one node's span event to kv.
+func appendNodeAttrs(kv []attribute.KeyValue, n redlock.NodeResult) []attribute.KeyValue {
 	kv = append(kv, KeyNode.String(n.Addr), KeyVote.Bool(n.Vote),
 		KeyLatency.Float64(float64(n.Latency)/float64(time.Millisecond)))
 	if n.Err != nil {
