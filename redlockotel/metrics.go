@@ -1,7 +1,8 @@
 // Package redlockotel records the operations of a redlock.Client as
-// OpenTelemetry metrics. It is its own module so that the lock library does
-// not depend on an OpenTelemetry SDK; this package uses only the metric API,
-// and the application picks the SDK and exporter (Prometheus, OTLP, ...).
+// OpenTelemetry metrics and, if asked, trace spans. It is its own module so
+// that the lock library does not depend on an OpenTelemetry SDK; this
+// package uses only the metric and trace APIs, and the application picks
+// the SDK and exporter (Prometheus, OTLP, ...).
 //
 // Wire it in through the Client's observer hooks:
 //
@@ -46,6 +47,34 @@
 // or release (release includes the clean-up after a failed attempt).
 //
 // Durations are taken from the Client's clock (monotonic by default).
+//
+// # Tracing
+//
+// Spans are opt-in, from a Tracer of their own (a Client with metrics only
+// builds no spans):
+//
+//	tr := redlockotel.NewTracer(tp) // nil: otel.GetTracerProvider()
+//	c, err := redlock.NewFromURLs(urls, append(m.Options(), tr.Options()...)...)
+//
+// Each operation becomes one span when it ends: redlock.acquire (Lock,
+// TryLock and their multi-key forms), redlock.extend, redlock.release,
+// redlock.renew (a watchdog renewal) and redlock.lost (the lock ended
+// without Release; a span of no duration). A span starts Event.Elapsed
+// before it is built (the call's time, retries included) and is a child of
+// the span in the caller's ctx, also when its node calls went out in a
+// pipeline shared with other callers; renewals and losses found in the
+// background have no parent. Attributes: redlock.key (one key) or
+// redlock.keys, redlock.op, redlock.outcome, redlock.quorum.need and
+// redlock.quorum.got (from the QuorumError of a failed call; on success
+// got only: the yes votes that counted), redlock.attempts,
+// redlock.remaining_ms, redlock.passed (acquisitions), redlock.token (with
+// fencing). A failed call has status Error with its error's message. Each
+// node of the last round is a span event named redlock.node with
+// redlock.node (address), redlock.node.vote, redlock.node.latency_ms (from
+// the start of the round), and when set redlock.node.error with error.type
+// (timeout or error) and redlock.node.discounted (why its yes did not
+// count). Node calls that end after their round was decided are not in the
+// span (see the redlock.node.* metrics).
 package redlockotel
 
 import (
@@ -59,7 +88,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // ScopeName is the instrumentation scope of the meter.
@@ -225,7 +253,7 @@ func (m *Metrics) Options() []redlock.Option {
 	return []redlock.Option{redlock.WithObserver(m.Observe), redlock.WithNodeObserver(m.ObserveNode)}
 }
 
-// Watch adds c's hand-off counters (redlock.Client.HandoffStats) to the
+// Watch adds c's hand-off counters (redlock.Client.Stats().Handoff) to the
 // redlock.handoff.* instruments, summed over every Client watched. Call it
 // once per Client, after redlock.New or NewFromURLs.
 func (m *Metrics) Watch(c *redlock.Client) {
@@ -235,8 +263,8 @@ func (m *Metrics) Watch(c *redlock.Client) {
 }
 
 // handoff sums the watched Clients' hand-off counters.
-func (m *Metrics) handoff() handoff.Stats {
-	var sum handoff.Stats
+func (m *Metrics) handoff() redlock.HandoffStats {
+	var sum redlock.HandoffStats
 	for _, c := range m.watched() {
 		s := c.Stats().Handoff
 		sum.Notified += s.Notified

@@ -1,0 +1,164 @@
+package redlockotel
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/redlock-go/redlock"
+)
+
+// Span attribute keys (besides KeyOp, KeyOutcome, KeyNode, KeyErrorType).
+const (
+	KeyKey        = attribute.Key("redlock.key")  // a single-key lock's key
+	KeyKeys       = attribute.Key("redlock.keys") // a multi-key lock's keys
+	KeyNeed       = attribute.Key("redlock.quorum.need")
+	KeyGot        = attribute.Key("redlock.quorum.got")
+	KeyAttempts   = attribute.Key("redlock.attempts")
+	KeyRemaining  = attribute.Key("redlock.remaining_ms")
+	KeyPassed     = attribute.Key("redlock.passed")
+	KeyToken      = attribute.Key("redlock.token")
+	KeyVote       = attribute.Key("redlock.node.vote")
+	KeyLatency    = attribute.Key("redlock.node.latency_ms")
+	KeyNodeError  = attribute.Key("redlock.node.error")
+	KeyDiscounted = attribute.Key("redlock.node.discounted")
+)
+
+// NodeEventName is the name of the span event of one node's answer.
+const NodeEventName = "redlock.node"
+
+// Tracer turns a Client's operations into OpenTelemetry spans. It is
+// separate from Metrics so that each is paid for only when asked for. The
+// zero Tracer records nothing. Its methods are safe for concurrent use;
+// one Tracer may observe several Clients.
+type Tracer struct {
+	tracer trace.Tracer
+}
+
+// NewTracer returns a Tracer creating its spans with tp; a nil tp means
+// the global provider, otel.GetTracerProvider().
+func NewTracer(tp trace.TracerProvider) *Tracer {
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	return &Tracer{tracer: tp.Tracer(ScopeName)}
+}
+
+// Options returns the redlock.Client option that feeds this Tracer: its
+// Observe as an observer. Add it to the Metrics' with append.
+func (t *Tracer) Options() []redlock.Option {
+	return []redlock.Option{redlock.WithObserver(t.Observe)}
+}
+
+// spanName is the name of an operation's span.
+func spanName(op redlock.Op) string {
+	switch op {
+	case redlock.OpAcquire:
+		return "redlock.acquire"
+	case redlock.OpExtend:
+		return "redlock.extend"
+	case redlock.OpRenew:
+		return "redlock.renew"
+	case redlock.OpRelease:
+		return "redlock.release"
+	case redlock.OpLost:
+		return "redlock.lost"
+	}
+	return "redlock." + string(op)
+}
+
+// Observe records one operation as a span that ends now and began
+// e.Elapsed ago, a child of the span in e.Context (the caller's; none for
+// watchdog renewals and losses found in the background), with one span
+// event per node of the last round. It is the observer passed to
+// redlock.WithObserver (see Options).
+func (t *Tracer) Observe(e redlock.Event) {
+	if t == nil || t.tracer == nil {
+		return
+	}
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	now := time.Now()
+	_, span := t.tracer.Start(ctx, spanName(e.Op), trace.WithTimestamp(now.Add(-e.Elapsed)))
+	if !span.IsRecording() { // sampled out: nothing more to build
+		span.End(trace.WithTimestamp(now))
+		return
+	}
+	span.SetAttributes(spanAttrs(e)...)
+	var at trace.SpanEndEventOption = trace.WithTimestamp(now)      // one option for every event and End
+	buf := make([]attribute.KeyValue, 0, maxNodeAttrs*len(e.Nodes)) // one backing array for all events
+	for _, n := range e.Nodes {
+		start := len(buf)
+		buf = appendNodeAttrs(buf, n)
+		span.AddEvent(NodeEventName, at, trace.WithAttributes(buf[start:len(buf):len(buf)]...))
+	}
+	if e.Err != nil {
+		span.SetStatus(codes.Error, e.Err.Error())
+	}
+	span.End(at)
+}
+
+// spanAttrs returns the attributes of e's span.
+func spanAttrs(e redlock.Event) []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 10)
+	if len(e.Keys) == 1 {
+		kv = append(kv, KeyKey.String(e.Keys[0]))
+	} else {
+		kv = append(kv, KeyKeys.StringSlice(e.Keys))
+	}
+	kv = append(kv, KeyOp.String(string(e.Op)), KeyOutcome.String(Outcome(e)))
+	var qe *redlock.QuorumError
+	if errors.As(e.Err, &qe) {
+		kv = append(kv, KeyNeed.Int(qe.Need), KeyGot.Int(qe.Got))
+	} else if len(e.Nodes) > 0 {
+		kv = append(kv, KeyGot.Int(counted(e.Nodes)))
+	}
+	if e.Op != redlock.OpLost {
+		kv = append(kv, KeyAttempts.Int(e.Attempts), KeyRemaining.Int64(e.Remaining.Milliseconds()))
+	}
+	if e.Op == redlock.OpAcquire {
+		kv = append(kv, KeyPassed.Bool(e.Passed))
+	}
+	if tok := e.Lock.Token(); tok != 0 {
+		kv = append(kv, KeyToken.Int64(tok))
+	}
+	return kv
+}
+
+// counted is the number of yes votes that counted toward the quorum.
+func counted(nodes []redlock.NodeResult) int {
+	n := 0
+	for _, r := range nodes {
+		if r.Vote && r.Discounted == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// maxNodeAttrs is the most attributes appendNodeAttrs adds.
+const maxNodeAttrs = 6
+
+// appendNodeAttrs appends the attributes of one node's span event to kv.
+func appendNodeAttrs(kv []attribute.KeyValue, n redlock.NodeResult) []attribute.KeyValue {
+	kv = append(kv, KeyNode.String(n.Addr), KeyVote.Bool(n.Vote),
+		KeyLatency.Float64(float64(n.Latency)/float64(time.Millisecond)))
+	if n.Err != nil {
+		typ := "error"
+		if n.Timeout() {
+			typ = "timeout"
+		}
+		kv = append(kv, KeyNodeError.String(n.Err.Error()), KeyErrorType.String(typ))
+	}
+	if n.Discounted != nil {
+		kv = append(kv, KeyDiscounted.String(n.Discounted.Error()))
+	}
+	return kv
+}
