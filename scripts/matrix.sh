@@ -27,9 +27,12 @@ has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
 # or more of debootstrap) in the background while the first servers run.
 scripts/servers.sh path "${names[0]}" >/dev/null
 scripts/servers.sh path "${names[1]}" >/dev/null
-scripts/servers.sh path "${names[2]}" >"$logs/trixie.log" 2>&1 &
+(
+	start=$(date +%s)
+	scripts/servers.sh path "${names[2]}"
+	echo "matrix: trixie tree ready in $(($(date +%s) - start))s" >&2
+) >"$logs/trixie.log" 2>&1 &
 trixie=$!
-trixie_t0=$(date +%s)
 
 others=("${names[@]:1}")
 chaos=${MATRIX_CHAOS:-${others[$((10#$(date +%j) % ${#others[@]}))]}}
@@ -70,6 +73,17 @@ freeport() {
 	done
 }
 
+# probe PORT prints whether the node takes WAITAOF (Redis 7.2+, Valkey)
+# and SET IFEQ (Valkey 8.1+, Redis 8.4+), tried rather than looked up.
+probe() {
+	local w=no i=no
+	redis-cli -p "$1" waitaof 1 0 100 | grep -q ERR || w=yes
+	redis-cli -p "$1" set redlock:matrix:probe a >/dev/null
+	[ "$(redis-cli -p "$1" set redlock:matrix:probe b ifeq a)" = OK ] && i=yes
+	redis-cli -p "$1" del redlock:matrix:probe >/dev/null
+	echo "WAITAOF $w, SET IFEQ $i"
+}
+
 # doctor NAME BIN: starts 3 nodes of BIN as a deployment should run them
 # (appendonly yes, appendfsync always), runs redlock doctor against them
 # (a node timeout of 1s: this checks the server, not the load of the machine)
@@ -94,6 +108,7 @@ doctor() {
 		urls="$urls${urls:+,}redis://127.0.0.1:$p"
 	done
 	"$logs/redlock" doctor --node-timeout 1s --nodes "$urls" >"$logs/$name-doctor.log" 2>&1 || true
+	probe "$p" >"$logs/$name-probe.txt"
 	kill "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
 	verdict=$(sed -n 's/^verdict: //p' "$logs/$name-doctor.log")
@@ -109,7 +124,7 @@ for name in "${names[@]}"; do
 	has "${MATRIX_SERVERS:-$name}" "$name" || continue
 	if [ -n "$trixie" ] && [ "$name" != "${names[0]}" ] && [ "$name" != "${names[1]}" ]; then
 		wait $trixie || { cat "$logs/trixie.log" >&2; exit 1; }
-		echo "matrix: trixie tree ready $(($(date +%s) - trixie_t0))s after it was started"
+		grep '^matrix:' "$logs/trixie.log"
 		trixie=""
 	fi
 	bin=$(scripts/servers.sh path "$name")
@@ -131,7 +146,7 @@ for name in "${names[@]}"; do
 	for v in core_s doc_s ch_s; do [ "${!v}" = - ] || printf -v "$v" '%ss' "${!v}"; done
 	rows="$rows| $name | $version | $core | $core_s | $doc | $doc_s | $ch | $ch_s |
 "
-	features="$features| $name | $(cat "$logs/$name-features.txt") |
+	features="$features| $name | $(cat "$logs/$name-probe.txt") | $(cat "$logs/$name-features.txt") |
 "
 done
 wait $trixie 2>/dev/null || true
@@ -159,11 +174,12 @@ from Debian 13.
 | server | version | core suite | time | doctor | time | chaos short | time |
 | --- | --- | --- | --- | --- | --- | --- | --- |
 $rows
-Server features as \`redlock doctor\` reports them (the library needs only
-Lua and pub/sub):
+Server features: tried on a node (WAITAOF 1 0 100; SET with IFEQ), and
+as \`redlock doctor\` reports them from the version. The library needs only
+Lua and pub/sub.
 
-| server | version check |
-| --- | --- |
+| server | tried | doctor's version check |
+| --- | --- | --- |
 $features
 EOF
 echo "matrix: wrote $out in $(($(date +%s) - t0))s (logs in $logs)"
