@@ -39,14 +39,15 @@ chaos=${MATRIX_CHAOS:-${others[$((10#$(date +%j) % ${#others[@]}))]}}
 
 (cd cmd/redlock && go build -o "$logs/redlock" .)
 
-# counts prints "P passed, F failed[, S skipped]" from go test -v output
-# (top-level tests only).
+# counts prints "P passed, F failed[: names][, S skipped]" from go test -v
+# output (top-level tests only).
 counts() {
 	local p f s
 	p=$(grep -c '^--- PASS' "$1" || true)
 	f=$(grep -c '^--- FAIL' "$1" || true)
 	s=$(grep -c '^--- SKIP' "$1" || true)
 	printf '%s passed, %s failed' "$p" "$f"
+	[ "$f" = 0 ] || printf ': %s' "$(awk '/^--- FAIL/ { printf "%s%s", sep, $3; sep = ", " }' "$1")"
 	[ "$s" = 0 ] || printf ', %s skipped' "$s"
 }
 
@@ -59,7 +60,7 @@ suite() {
 	(cd integration && REDIS_SERVER=$bin go test -count=1 -v "$@" "$pkg") >"$log" 2>&1 || verdict=FAIL
 	if [ $verdict = FAIL ]; then
 		echo "matrix: $name $pkg failed:" >&2
-		grep -E '^(--- FAIL|FAIL|panic)|_test.go:[0-9]+:' "$log" | head -40 >&2
+		grep -E -A3 '^(--- FAIL|panic)' "$log" | head -60 >&2
 	fi
 	printf '%s (%s)\t%s\n' $verdict "$(counts "$log")" $(($(date +%s) - start))
 }
