@@ -3,7 +3,7 @@
 GO ?= go
 RACE ?= -race
 
-.PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check ci
+.PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
@@ -82,5 +82,13 @@ invariant-long:
 	@scripts/ensure-redis.sh
 	cd integration && INVARIANT_LONG=1 $(GO) test $(RACE) -count=1 -timeout 10m -run '^TestInvariant$$' -v ./invariant/
 
+## matrix: Redis 7.0 and 8.0, Valkey 8.0 and 8.1 from Debian's packages (scripts/servers.sh): the core suite (no -race) and redlock doctor on each, the chaos short suite on one (rotating by day); writes docs/servers.md
+matrix:
+	scripts/matrix.sh
+
+# In ci, redis-7.0's core suite already ran (with -race) in make integration.
+matrix-ci:
+	MATRIX_NO_CORE=redis-7.0 scripts/matrix.sh
+
 ## ci: what .ci/run runs after installing redis-server
-ci: test chaos-full invariant-long compose-check bench-quick
+ci: test chaos-full invariant-long compose-check bench-quick matrix-ci

@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# The server matrix (make matrix): for each server of scripts/servers.sh,
+# the integration core suite (without -race: the machine is small) and
+# `redlock doctor` against 3 nodes of that server; the chaos short suite on
+# one server per run. Writes the results to docs/servers.md (MATRIX_OUT)
+# and exits non-zero if anything failed.
+#
+# Chaos rotation: the chaos short suite runs on one of the servers after
+# the first (Debian 12's redis-server, which make chaos and chaos-full cover
+# on every run): the one at (day of the year) mod 3, so each gets a chaos
+# run every 3 days and a rerun the same day picks the same one.
+# MATRIX_CHAOS=NAME picks one, MATRIX_CHAOS=none skips it. The chaos run
+# leaves out TestChaosContainers: its containers run an image built from
+# Debian 12's redis-server whatever REDIS_SERVER says.
+# MATRIX_SERVERS="NAME ..." runs only those servers; MATRIX_NO_CORE="NAME ..."
+# leaves out their core suite (make ci: redis-7.0's runs in make integration).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${MATRIX_OUT:-docs/servers.md}
+logs=$(mktemp -d "${TMPDIR:-/tmp}/redlock-matrix.XXXXXX")
+export PATH="$PATH:/usr/local/go/bin"
+t0=$(date +%s)
+mapfile -t names < <(scripts/servers.sh names)
+has() { case " $1 " in *" $2 "*) return 0 ;; esac; return 1; }
+
+# The apt-get installs one after the other, then the trixie tree (a minute
+# or more of debootstrap) in the background while the first servers run.
+scripts/servers.sh path "${names[0]}" >/dev/null
+scripts/servers.sh path "${names[1]}" >/dev/null
+(
+	start=$(date +%s)
+	scripts/servers.sh path "${names[2]}"
+	echo "matrix: trixie tree ready in $(($(date +%s) - start))s" >&2
+) >"$logs/trixie.log" 2>&1 &
+trixie=$!
+
+others=("${names[@]:1}")
+chaos=${MATRIX_CHAOS:-${others[$((10#$(date +%j) % ${#others[@]}))]}}
+
+(cd cmd/redlock && go build -o "$logs/redlock" .)
+
+# counts prints "P passed, F failed[: names][, S skipped]" from go test -v
+# output (top-level tests only).
+counts() {
+	local p f s
+	p=$(grep -c '^--- PASS' "$1" || true)
+	f=$(grep -c '^--- FAIL' "$1" || true)
+	s=$(grep -c '^--- SKIP' "$1" || true)
+	printf '%s passed, %s failed' "$p" "$f"
+	[ "$f" = 0 ] || printf ': %s' "$(awk '/^--- FAIL/ { printf "%s%s", sep, $3; sep = ", " }' "$1")"
+	[ "$s" = 0 ] || printf ', %s skipped' "$s"
+}
+
+# suite NAME BIN PKG [ARGS...]: runs PKG of integration/ against BIN;
+# prints "ok|FAIL (counts)" and the seconds it took, tab-separated.
+suite() {
+	local name=$1 bin=$2 pkg=$3 log="$logs/$1-${3//[^a-z]/}.log" start verdict=ok
+	shift 3
+	start=$(date +%s)
+	(cd integration && REDIS_SERVER=$bin go test -count=1 -v "$@" "$pkg") >"$log" 2>&1 || verdict=FAIL
+	if [ $verdict = FAIL ]; then
+		echo "matrix: $name $pkg failed:" >&2
+		grep -E -A3 '^(--- FAIL|panic)' "$log" | head -60 >&2
+	fi
+	printf '%s (%s)\t%s\n' $verdict "$(counts "$log")" $(($(date +%s) - start))
+}
+
+# freeport prints a loopback port nothing listens on.
+freeport() {
+	local p
+	while :; do
+		p=$((20000 + RANDOM % 20000))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo $p; return; }
+	done
+}
+
+# probe PORT prints whether the node takes WAITAOF (Redis 7.2+, Valkey)
+# and SET IFEQ (Valkey 8.1+, Redis 8.4+), tried rather than looked up.
+probe() {
+	local w=no i=no
+	redis-cli -p "$1" waitaof 1 0 100 | grep -q ERR || w=yes
+	redis-cli -p "$1" set redlock:matrix:probe a >/dev/null
+	[ "$(redis-cli -p "$1" set redlock:matrix:probe b ifeq a)" = OK ] && i=yes
+	redis-cli -p "$1" del redlock:matrix:probe >/dev/null
+	echo "WAITAOF $w, SET IFEQ $i"
+}
+
+# doctor NAME BIN: starts 3 nodes of BIN as a deployment should run them
+# (appendonly yes, appendfsync always), runs redlock doctor against them
+# (a node timeout of 1s: this checks the server, not the load of the machine)
+# and prints its verdict line and the seconds it took, tab-separated.
+doctor() {
+	local name=$1 bin=$2 start urls="" pids=() i p dir verdict
+	start=$(date +%s)
+	for i in 1 2 3; do
+		p=$(freeport)
+		dir="$logs/$name-node$i"
+		mkdir -p "$dir"
+		"$bin" --port "$p" --bind 127.0.0.1 --dir "$dir" --logfile "$dir/server.log" --save "" \
+			--appendonly yes --appendfsync always --protected-mode no --daemonize no &
+		pids+=($!)
+		for _ in $(seq 100); do
+			redis-cli -p "$p" ping >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		# Another process may have taken the port in between: check it is ours.
+		redis-cli -p "$p" info server | grep -q "^process_id:$!" ||
+			{ echo "matrix: $name node on port $p did not come up" >&2; }
+		urls="$urls${urls:+,}redis://127.0.0.1:$p"
+	done
+	"$logs/redlock" doctor --node-timeout 1s --nodes "$urls" >"$logs/$name-doctor.log" 2>&1 || true
+	probe "$p" >"$logs/$name-probe.txt"
+	kill "${pids[@]}" 2>/dev/null || true
+	wait "${pids[@]}" 2>/dev/null || true
+	verdict=$(sed -n 's/^verdict: //p' "$logs/$name-doctor.log")
+	[ -n "$verdict" ] || verdict="no verdict: $(tail -1 "$logs/$name-doctor.log")"
+	# The version check's detail, as doctor saw the first node.
+	sed -n 's/^redis:[^ ]* *version *[A-Z]* *//p' "$logs/$name-doctor.log" | head -1 >"$logs/$name-features.txt"
+	printf '%s\t%s\n' "$verdict" $(($(date +%s) - start))
+}
+
+rows="" features=""
+failed=0
+for name in "${names[@]}"; do
+	has "${MATRIX_SERVERS:-$name}" "$name" || continue
+	if [ -n "$trixie" ] && [ "$name" != "${names[0]}" ] && [ "$name" != "${names[1]}" ]; then
+		wait $trixie || { cat "$logs/trixie.log" >&2; exit 1; }
+		grep '^matrix:' "$logs/trixie.log"
+		trixie=""
+	fi
+	bin=$(scripts/servers.sh path "$name")
+	version=$("$bin" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+	echo "matrix: $name $version ($bin)"
+	core="run by make integration (-race)" core_s="-"
+	if ! has "${MATRIX_NO_CORE:-}" "$name"; then
+		IFS=$'\t' read -r core core_s < <(suite "$name" "$bin" ./core/)
+		echo "matrix: $name core: $core in ${core_s}s"
+	fi
+	IFS=$'\t' read -r doc doc_s < <(doctor "$name" "$bin")
+	echo "matrix: $name doctor: $doc in ${doc_s}s"
+	ch="not this run" ch_s="-"
+	if [ "$name" = "$chaos" ]; then
+		IFS=$'\t' read -r ch ch_s < <(suite "$name" "$bin" ./chaos/ -timeout 10m -skip TestChaosContainers)
+		echo "matrix: $name chaos short: $ch in ${ch_s}s"
+	fi
+	case "$core $doc $ch" in *FAIL*|*"no verdict"*|*UNREACHABLE*) failed=1 ;; esac
+	for v in core_s doc_s ch_s; do [ "${!v}" = - ] || printf -v "$v" '%ss' "${!v}"; done
+	rows="$rows| $name | $version | $core | $core_s | $doc | $doc_s | $ch | $ch_s |
+"
+	features="$features| $name | $(cat "$logs/$name-probe.txt") | $(cat "$logs/$name-features.txt") |
+"
+done
+wait $trixie 2>/dev/null || true
+# The names promise a major.minor: this fails if a package moved on.
+scripts/servers.sh
+
+mkdir -p "$(dirname "$out")"
+cat >"$out" <<EOF
+# Servers the tests run against
+
+Generated by \`make matrix\` (scripts/matrix.sh) on $(date -u +%Y-%m-%d) at commit
+$(git rev-parse --short HEAD 2>/dev/null || echo unknown); do not edit by hand.
+Each server is the one Debian ships (scripts/servers.sh): Redis 7.0 from
+Debian 12, Valkey 8.0 from Debian 12 backports, Redis 8.0 and Valkey 8.1
+from Debian 13.
+
+- core: \`cd integration && REDIS_SERVER=<server> go test -count=1 ./core/\`
+  (no -race), counted in top-level tests.
+- doctor: \`redlock doctor --node-timeout 1s\` against 3 nodes of the server
+  started with appendonly yes, appendfsync always.
+- chaos short: \`cd integration && REDIS_SERVER=<server> go test -count=1 -skip TestChaosContainers ./chaos/\`,
+  on one server per run other than redis-7.0 (\`make chaos\` covers that
+  one), rotating by the day of the year.
+
+| server | version | core suite | time | doctor | time | chaos short | time |
+| --- | --- | --- | --- | --- | --- | --- | --- |
+$rows
+Server features: tried on a node (WAITAOF 1 0 100; SET with IFEQ), and
+as \`redlock doctor\` reports them from the version. The library needs only
+Lua and pub/sub.
+
+| server | tried | doctor's version check |
+| --- | --- | --- |
+$features
+EOF
+echo "matrix: wrote $out in $(($(date +%s) - t0))s (logs in $logs)"
+exit $failed
