@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -204,6 +205,25 @@ func TestZeroMeansDefault(t *testing.T) {
 				c.Close()
 			}
 			t.Errorf("negative option accepted: %v", err)
+		}
+	}
+}
+
+// NewFromURLs dials once per attempt on go-redis versions that retry dials
+// (DialerRetries).
+func TestNewFromURLsDialsOnce(t *testing.T) {
+	c, err := NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, want := range []int64{1, 1, 1} {
+		f := reflect.ValueOf(c.owned[i].(*redis.Client).Options()).Elem().FieldByName("DialerRetries")
+		if !f.IsValid() {
+			t.Skip("this go-redis has no DialerRetries")
+		}
+		if f.Int() != want {
+			t.Errorf("node %d: DialerRetries %d, want %d", i, f.Int(), want)
 		}
 	}
 }

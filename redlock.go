@@ -142,10 +142,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // as go-redis ParseURL accepts, with password, database and TLS) with
 // context deadlines enabled, go-redis's retries off (unless the URL sets
 // max_retries: a failed node call then counts as an unknown outcome and is
-// undone) and one dial per attempt (unless it sets dialer_retries: go-redis
-// otherwise dials a refusing node five times, 100ms apart, so a dead node
-// would cost every round its node deadline). Close closes these
-// connections.
+// undone) and one dial per attempt (newer go-redis versions otherwise dial
+// a refusing node five times, 100ms apart, so a dead node would cost every
+// round its node deadline). Close closes these connections.
 //
 // A URL without a host (redis://, redis:///0), with a port outside 1-65535
 // or that go-redis cannot parse is refused with ErrInvalidArgument naming
@@ -165,9 +164,7 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 		if !strings.Contains(u, "max_retries=") {
 			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
 		}
-		if !strings.Contains(u, "dialer_retries=") {
-			opt.DialerRetries = 1 // a dead node fails at once, not after five dials 100ms apart
-		}
+		dialOnce(opt) // a dead node fails at once, not after five dials 100ms apart
 		if opt.TLSConfig != nil && opt.Dialer == nil {
 			opt.Dialer = tlsDialer(opt)
 		}
@@ -246,6 +243,16 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
 	}
 	return c, nil
+}
+
+// dialOnce sets go-redis's DialerRetries to 1 where the field exists
+// (newer go-redis versions dial a refusing node five times, 100ms apart,
+// by default), so that the library keeps working with the go-redis its
+// go.mod names as well as with newer ones its users pick.
+func dialOnce(opt *redis.Options) {
+	if f := reflect.ValueOf(opt).Elem().FieldByName("DialerRetries"); f.IsValid() && f.CanSet() && f.Kind() == reflect.Int {
+		f.SetInt(1)
+	}
 }
 
 // tlsDialer dials TLS within the call's ctx. go-redis's own TLS dial
