@@ -60,10 +60,10 @@ chaos-full:
 	@scripts/ensure-redis.sh
 	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
 
-## bench: this library vs go-redsync, side by side; writes bench/results/
+## bench: this library vs go-redsync, side by side; writes docs/bench/
 bench:
 	@scripts/ensure-redis.sh
-	cd cmd/redlock && $(GO) run . bench --out ../../bench/results
+	cd cmd/redlock && $(GO) run . bench --out ../../docs/bench
 
 bench-quick:
 	@scripts/ensure-redis.sh

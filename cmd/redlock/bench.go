@@ -113,7 +113,7 @@ func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[nam
 func cmdBench(args []string, out, errOut io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "short run (about a minute) for tests and CI")
-	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: bench/results at the repo root)")
+	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: docs/bench at the repo root)")
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
@@ -1078,15 +1078,15 @@ func (p *progress) done() {
 	fmt.Fprintf(p.w, "\r[%s] done in %.0fs%s\n", strings.Repeat("#", 30), time.Since(p.start).Seconds(), strings.Repeat(" ", 60))
 }
 
-// defaultOutDir is bench/results at the repository root when run from the
-// repo root or from cmd/redlock (as `make` does), else bench/results here.
+// defaultOutDir is docs/bench at the repository root when run from
+// cmd/redlock (as `make` does), else bench-results here.
 func defaultOutDir() string {
 	if _, err := os.Stat("../../go.mod"); err == nil {
 		if _, err := os.Stat("../../cmd/redlock/go.mod"); err == nil {
-			return filepath.Join("..", "..", "bench", "results")
+			return filepath.Join("..", "..", "docs", "bench")
 		}
 	}
-	return filepath.Join("bench", "results")
+	return "bench-results"
 }
 
 // fencingTable compares uncontended acquire+release with fencing tokens

@@ -17,7 +17,7 @@ import (
 
 var (
 	fullFlag = flag.Bool("chaos.full", false, "run every scenario (also CHAOS_FULL=1)")
-	outFlag  = flag.String("chaos.out", "", "file for the results table (relative to integration/chaos; default results.md in full mode, none in short mode)")
+	outFlag  = flag.String("chaos.out", "", "file for the results table (relative to integration/chaos; default ../../docs/chaos.md in full mode, none in short mode)")
 )
 
 func TestMain(m *testing.M) {

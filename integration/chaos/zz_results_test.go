@@ -9,7 +9,7 @@ import (
 )
 
 // TestZZResults prints the results table and writes it to -chaos.out
-// (default: results.md after a full run; a short run does not overwrite
+// (default: docs/chaos.md after a full run; a short run does not overwrite
 // the committed table of the last full one). It runs last: go test runs tests in source order, files sorted by name, and
 // this file sorts after the scenario files.
 func TestZZResults(t *testing.T) {
@@ -26,7 +26,7 @@ func TestZZResults(t *testing.T) {
 	fmt.Println(tab)
 	out := *outFlag
 	if out == "" && full() {
-		out = "results.md"
+		out = filepath.Join("..", "..", "docs", "chaos.md")
 	}
 	if out == "" {
 		return
