@@ -159,9 +159,8 @@ type doctorConfig struct {
 	quorum      int
 }
 
-func cmdDoctor(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+func doctorCmd(fs *flag.FlagSet) runner {
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
 	drift := fs.Float64("drift-factor", redlock.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
@@ -169,52 +168,54 @@ func cmdDoctor(args []string, out io.Writer) error {
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(pos) != 0:
-		return usageErr("doctor takes no arguments, got %q", pos)
-	case *nodeTimeout <= 0:
-		return usageErr("--node-timeout %v must be positive", *nodeTimeout)
-	case *ttl < time.Millisecond:
-		return usageErr("--ttl %v must be at least 1ms", *ttl)
-	case *drift < 0 || *drift >= 1 || math.IsNaN(*drift):
-		return usageErr("--drift-factor %v must be in [0, 1)", *drift)
-	case *ttl <= redlock.DriftBudget(*ttl, *drift):
-		return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, redlock.DriftBudget(*ttl, *drift))
-	case *samples < 3 || *samples > 10000:
-		return usageErr("--samples %d must be in 3-10000", *samples)
-	case *window < 10*time.Millisecond:
-		return usageErr("--window %v must be at least 10ms", *window)
-	}
-	urls := splitURLs(*nodesFlag)
-	if len(urls) == 0 {
-		return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
-	}
-	opts := make([]*redis.Options, len(urls))
-	shown := make([]string, len(urls))
-	for i, u := range urls {
-		if opts[i], shown[i], err = doctorParseURL(u); err != nil {
-			return usageErr("bad node URL %v", err)
+	return func(_ []string, out, _ io.Writer) error {
+		switch {
+		case *nodeTimeout <= 0:
+			return usageErr("--node-timeout %v must be positive", *nodeTimeout)
+		case *ttl < time.Millisecond:
+			return usageErr("--ttl %v must be at least 1ms", *ttl)
+		case *drift < 0 || *drift >= 1 || math.IsNaN(*drift):
+			return usageErr("--drift-factor %v must be in [0, 1)", *drift)
+		case *ttl <= redlock.DriftBudget(*ttl, *drift):
+			return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, redlock.DriftBudget(*ttl, *drift))
+		case *samples < 3 || *samples > 10000:
+			return usageErr("--samples %d must be in 3-10000", *samples)
+		case *window < 10*time.Millisecond:
+			return usageErr("--window %v must be at least 10ms", *window)
 		}
-	}
-	q := *quorum
-	if q == 0 {
-		q = len(urls)/2 + 1
-	}
-	if q <= len(urls)/2 || q > len(urls) {
-		return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
-	}
-	cfg := doctorConfig{nodeTimeout: *nodeTimeout, callTimeout: *nodeTimeout, ttl: *ttl, drift: *drift,
-		samples: *samples, window: *window, quorum: q}
-	if t := *ttl / 10; t < cfg.callTimeout {
-		cfg.callTimeout = t
-	}
+		urls := splitURLs(*nodesFlag)
+		if len(urls) == 0 {
+			return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+		}
+		opts := make([]*redis.Options, len(urls))
+		shown := make([]string, len(urls))
+		for i, u := range urls {
+			var err error
+			if opts[i], shown[i], err = doctorParseURL(u); err != nil {
+				return usageErr("bad node URL %v", err)
+			}
+		}
+		q := *quorum
+		if q == 0 {
+			q = len(urls)/2 + 1
+		}
+		if q <= len(urls)/2 || q > len(urls) {
+			return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
+		}
+		cfg := doctorConfig{nodeTimeout: *nodeTimeout, callTimeout: *nodeTimeout, ttl: *ttl, drift: *drift,
+			samples: *samples, window: *window, quorum: q}
+		if t := *ttl / 10; t < cfg.callTimeout {
+			cfg.callTimeout = t
+		}
 
-	rep := doctor(context.Background(), opts, shown, cfg)
-	if *asJSON {
+		return report(out, doctor(context.Background(), opts, shown, cfg), cfg, *asJSON)
+	}
+}
+
+// report prints the doctor's report and returns the error that sets the
+// exit code: exit 3 when a node was unusable, 1 on a failed check.
+func report(out io.Writer, rep DoctorReport, cfg doctorConfig, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
