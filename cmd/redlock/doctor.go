@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // Verdicts of a doctor check.
@@ -239,74 +238,20 @@ func report(out io.Writer, rep DoctorReport, cfg doctorConfig, asJSON bool) erro
 	return nil
 }
 
-// doctorParseURL validates a node URL as the library's NewFromURLs does
-// (scheme, host, port range; errors show the URL with its password masked)
-// and returns the options and the masked URL to show.
+// doctorParseURL parses a node URL as the library's NewFromURLs does
+// (nodeurl.Parse) and returns the options doctor dials with and the URL to
+// show, its password masked.
 func doctorParseURL(s string) (*redis.Options, string, error) {
-	u, err := url.Parse(s)
+	o, err := nodeurl.Parse(s)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, password and all
-		}
-		return nil, "", fmt.Errorf("%s: %v", maskURLString(s), err)
-	}
-	shown := maskURL(u)
-	switch u.Scheme {
-	case "redis", "rediss":
-		if u.Hostname() == "" {
-			return nil, "", fmt.Errorf("%s: no host", shown)
-		}
-		if p := u.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				return nil, "", fmt.Errorf("%s: port %s is not in 1-65535", shown, p)
-			}
-		}
-	case "unix":
-		if u.Path == "" {
-			return nil, "", fmt.Errorf("%s: no socket path", shown)
-		}
-	default:
-		return nil, "", fmt.Errorf("%s: scheme %q is not redis, rediss or unix", shown, u.Scheme)
-	}
-	o, err := redis.ParseURL(s)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %v", shown, err)
+		return nil, "", err
 	}
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = doctorCallTimeout
 	o.MaxRetries = -1
 	o.DialerRetries = 1 // a node that does not answer is reported, not redialled
 	o.PoolSize = 2
-	return o, shown, nil
-}
-
-// maskURL shows a URL with its password (user info or password= query)
-// masked.
-func maskURL(u *url.URL) string {
-	c := *u
-	if q := c.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		c.RawQuery = q.Encode()
-	}
-	return c.Redacted()
-}
-
-// maskURLString hides the password of a URL that net/url cannot parse.
-func maskURLString(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return "(unparsable URL)"
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	return o, nodeurl.Mask(s), nil
 }
 
 // doctor examines every node at once (the clock sampling takes the whole

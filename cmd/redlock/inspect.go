@@ -94,7 +94,7 @@ func inspectCmd(fs *flag.FlagSet) runner {
 		if q <= len(clients)/2 || q > len(clients) {
 			return usageErr("--quorum %d is out of range for %d nodes", q, len(clients))
 		}
-		reports, err := inspect(context.Background(), clients, urls, pos[0], q)
+		reports, err := inspect(context.Background(), clients, maskAll(urls), pos[0], q)
 		if err != nil {
 			return err
 		}
@@ -279,7 +279,7 @@ func unlockCmd(fs *flag.FlagSet) runner {
 			return err
 		}
 		defer closeAll(clients)
-		urls := splitURLs(*nodesFlag)
+		urls := maskAll(splitURLs(*nodesFlag)) // to show: passwords masked
 		ctx := context.Background()
 		found := 0
 		for i, c := range clients {
