@@ -73,6 +73,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
@@ -156,7 +157,7 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 	}
 	parsed := make([]*redis.Options, len(urls))
 	for i, u := range urls { // all checked before any client is made
-		opt, err := parseURL(u)
+		opt, err := nodeurl.Parse(u)
 		if err != nil {
 			return nil, invalid("node %d: %v", i, err)
 		}

@@ -110,106 +110,103 @@ var scenarios = []string{"uncontended", "slow", "contention", "processes", "inde
 
 func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[name] }
 
-func cmdBench(args []string, out, errOut io.Writer) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+// benchCmd is the side-by-side benchmark; `bench worker` (benchWorkerCmd)
+// is the process its processes scenario starts.
+func benchCmd(fs *flag.FlagSet) runner {
 	quick := fs.Bool("quick", false, "short run (about a minute) for tests and CI")
 	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: docs/bench at the repo root)")
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
-	only := fs.String("only", "", "comma-separated scenarios to run: "+strings.Join(scenarios, ", ")+" (default: all)")
+	only := fs.String("only", "", "comma-separated `SCENARIOS` to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
 	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
-	if len(args) > 0 && args[0] == "worker" {
-		return cmdBenchWorker(args[1:], out)
-	}
-	if _, err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
-		scaling: time.Second, scalingG: scalingGoroutines,
-		slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, procs: 3, procWorkers: 8,
-		watch: watchCfg{locks: []int{10, 1000, 10000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 3}
-	if *quick {
-		cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, ns: []int{1, 3, 5},
-			scaling: 200 * time.Millisecond, scalingG: scalingGoroutines,
-			slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, procs: 3, procWorkers: 8,
-			watch: watchCfg{locks: []int{10, 1000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 1}
-	}
-	if *procs != "" {
-		if _, err := fmt.Sscanf(*procs, "%dx%d", &cfg.procs, &cfg.procWorkers); err != nil || cfg.procs < 1 || cfg.procWorkers < 1 {
-			return usageErr("--processes %q: want PxW, e.g. 3x8", *procs)
+	return func(_ []string, out, errOut io.Writer) error {
+		cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
+			scaling: time.Second, scalingG: scalingGoroutines,
+			slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, procs: 3, procWorkers: 8,
+			watch: watchCfg{locks: []int{10, 1000, 10000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 3}
+		if *quick {
+			cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, ns: []int{1, 3, 5},
+				scaling: 200 * time.Millisecond, scalingG: scalingGoroutines,
+				slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, procs: 3, procWorkers: 8,
+				watch: watchCfg{locks: []int{10, 1000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 1}
 		}
-	}
-	if *locks != "" {
-		cfg.watch.locks = nil
-		for _, f := range splitURLs(*locks) {
-			var n int
-			if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
-				return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
+		if *procs != "" {
+			if _, err := fmt.Sscanf(*procs, "%dx%d", &cfg.procs, &cfg.procWorkers); err != nil || cfg.procs < 1 || cfg.procWorkers < 1 {
+				return usageErr("--processes %q: want PxW, e.g. 3x8", *procs)
 			}
-			cfg.watch.locks = append(cfg.watch.locks, n)
 		}
-	}
-	if *repeat < 0 {
-		return usageErr("--repeat %d: must be at least 1", *repeat)
-	} else if *repeat > 0 {
-		cfg.repeat = *repeat
-	}
-	if *only != "" {
-		cfg.only = map[string]bool{}
-		for _, name := range splitURLs(*only) {
-			if !slices.Contains(scenarios, name) {
-				return usageErr("--only: unknown scenario %q (have %s)", name, strings.Join(scenarios, ", "))
+		if *locks != "" {
+			cfg.watch.locks = nil
+			for _, f := range splitURLs(*locks) {
+				var n int
+				if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
+					return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
+				}
+				cfg.watch.locks = append(cfg.watch.locks, n)
 			}
-			cfg.only[name] = true
 		}
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return errors.New("bench needs redis-server on PATH (apt-get install -y redis-server)")
-	}
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		return err
-	}
-	steps := 0
-	for _, name := range scenarios {
-		if cfg.runs(name) {
-			steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "scaling": len(cfg.scalingG), "allocs": 1,
-				"watchdog": len(cfg.watch.locks)}[name]
+		if *repeat < 0 {
+			return usageErr("--repeat %d: must be at least 1", *repeat)
+		} else if *repeat > 0 {
+			cfg.repeat = *repeat
 		}
-	}
-	p := &progress{w: errOut, total: steps * cfg.repeat}
-	var runs []*Results
-	for r := 0; r < cfg.repeat; r++ {
-		p.run = fmt.Sprintf("run %d/%d", r+1, cfg.repeat)
-		res, err := benchOnce(cfg, r, p)
-		if err != nil {
+		if *only != "" {
+			cfg.only = map[string]bool{}
+			for _, name := range splitURLs(*only) {
+				if !slices.Contains(scenarios, name) {
+					return usageErr("--only: unknown scenario %q (have %s)", name, strings.Join(scenarios, ", "))
+				}
+				cfg.only[name] = true
+			}
+		}
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			return errors.New("bench needs redis-server on PATH (apt-get install -y redis-server)")
+		}
+		if err := os.MkdirAll(*outDir, 0o755); err != nil {
 			return err
 		}
-		runs = append(runs, res)
+		steps := 0
+		for _, name := range scenarios {
+			if cfg.runs(name) {
+				steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "scaling": len(cfg.scalingG), "allocs": 1,
+					"watchdog": len(cfg.watch.locks)}[name]
+			}
+		}
+		p := &progress{w: errOut, total: steps * cfg.repeat}
+		var runs []*Results
+		for r := 0; r < cfg.repeat; r++ {
+			p.run = fmt.Sprintf("run %d/%d", r+1, cfg.repeat)
+			res, err := benchOnce(cfg, r, p)
+			if err != nil {
+				return err
+			}
+			runs = append(runs, res)
+		}
+		p.done()
+		res := merge(runs)
+		res.Date = time.Now().UTC().Format(time.RFC3339)
+		res.Quick, res.Repeat = *quick, cfg.repeat
+		res.Machine = fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+		res.Goals = goals(res)
+		if cfg.repeat > 1 {
+			res.Runs = runs
+		}
+		md := markdown(res)
+		fmt.Fprint(out, md)
+		if err := os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(md), 0o644); err != nil {
+			return err
+		}
+		js, _ := json.MarshalIndent(res, "", "  ")
+		if err := os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644); err != nil {
+			return err
+		}
+		pngs, err := plots(res, *outDir)
+		if err != nil {
+			return fmt.Errorf("plots: %w", err)
+		}
+		fmt.Fprintf(out, "\nwrote %s/{%s}\n", *outDir, strings.Join(append([]string{"results.md", "results.json"}, pngs...), ","))
+		return nil
 	}
-	p.done()
-	res := merge(runs)
-	res.Date = time.Now().UTC().Format(time.RFC3339)
-	res.Quick, res.Repeat = *quick, cfg.repeat
-	res.Machine = fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
-	res.Goals = goals(res)
-	if cfg.repeat > 1 {
-		res.Runs = runs
-	}
-	md := markdown(res)
-	fmt.Fprint(out, md)
-	if err := os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(md), 0o644); err != nil {
-		return err
-	}
-	js, _ := json.MarshalIndent(res, "", "  ")
-	if err := os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644); err != nil {
-		return err
-	}
-	pngs, err := plots(res, *outDir)
-	if err != nil {
-		return fmt.Errorf("plots: %w", err)
-	}
-	fmt.Fprintf(out, "\nwrote %s/{%s}\n", *outDir, strings.Join(append([]string{"results.md", "results.json"}, pngs...), ","))
-	return nil
 }
 
 // benchOnce runs every selected scenario once (run r of the repeats),

@@ -57,54 +57,52 @@ type workerReport struct {
 	Stats   *handoff.Stats `json:"handoff_stats,omitempty"` // at the end, for the subscriptions' health
 }
 
-// cmdBenchWorker is `redlock bench worker --lib L --nodes URLS --workers W
+// benchWorkerCmd is `redlock bench worker --lib L --nodes URLS --workers W
 // --duration D --key K`, the process the processes scenario starts (not
 // meant to be run by hand): it connects, prints "ready", waits for a line
 // on stdin, runs W workers on key K for D (1 ms inside) and prints a
 // workerReport as one JSON line.
-func cmdBenchWorker(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("bench worker", flag.ContinueOnError)
+func benchWorkerCmd(fs *flag.FlagSet) runner {
 	lib := fs.String("lib", "redlock", "redlock, redsync or single-node")
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs")
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS` (required)")
 	workers := fs.Int("workers", 8, "workers in this process")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")
 	hold := fs.Duration("hold", time.Millisecond, "time inside the critical section")
 	key := fs.String("key", "hotproc", "the key")
-	if _, err := parse(fs, args); err != nil {
-		return err
+	return func(_ []string, out, _ io.Writer) error {
+		urls := splitURLs(*nodesFlag)
+		if len(urls) == 0 || *workers < 1 || *dur <= 0 {
+			return usageErr("bench worker: --nodes, --workers and --duration are required")
+		}
+		c, err := contenderByName(*lib, urls)
+		if err != nil {
+			return usageErr("bench worker: %v", err)
+		}
+		defer c.close()
+		// One cycle on a key of its own opens the connections before the start.
+		if unlock, err := c.try(context.Background(), fmt.Sprintf("%s:warm:%d", *key, os.Getpid())); err == nil {
+			_ = unlock()
+		}
+		fmt.Fprintln(out, "ready")
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			return fmt.Errorf("bench worker: waiting for the start: %w", err)
+		}
+		var before handoff.Stats
+		h, isH := c.(handoffer)
+		if isH {
+			before = h.handoffStats()
+		}
+		r := hammer(c, *key, *workers, *dur, *hold)
+		rep := workerReport{Counts: r.counts, BusyNs: int64(r.busy), Errors: r.errs, StartNs: r.start.UnixNano(), EndNs: r.end.UnixNano()}
+		for _, w := range r.waits {
+			rep.WaitsNs = append(rep.WaitsNs, int64(w))
+		}
+		if isH {
+			after := h.handoffStats()
+			rep.Handoff, rep.Stats = handoffDelta(before, after, len(r.waits)), &after
+		}
+		return json.NewEncoder(out).Encode(rep)
 	}
-	urls := splitURLs(*nodesFlag)
-	if len(urls) == 0 || *workers < 1 || *dur <= 0 {
-		return usageErr("bench worker: --nodes, --workers and --duration are required")
-	}
-	c, err := contenderByName(*lib, urls)
-	if err != nil {
-		return usageErr("bench worker: %v", err)
-	}
-	defer c.close()
-	// One cycle on a key of its own opens the connections before the start.
-	if unlock, err := c.try(context.Background(), fmt.Sprintf("%s:warm:%d", *key, os.Getpid())); err == nil {
-		_ = unlock()
-	}
-	fmt.Fprintln(out, "ready")
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		return fmt.Errorf("bench worker: waiting for the start: %w", err)
-	}
-	var before handoff.Stats
-	h, isH := c.(handoffer)
-	if isH {
-		before = h.handoffStats()
-	}
-	r := hammer(c, *key, *workers, *dur, *hold)
-	rep := workerReport{Counts: r.counts, BusyNs: int64(r.busy), Errors: r.errs, StartNs: r.start.UnixNano(), EndNs: r.end.UnixNano()}
-	for _, w := range r.waits {
-		rep.WaitsNs = append(rep.WaitsNs, int64(w))
-	}
-	if isH {
-		after := h.handoffStats()
-		rep.Handoff, rep.Stats = handoffDelta(before, after, len(r.waits)), &after
-	}
-	return json.NewEncoder(out).Encode(rep)
 }
 
 // processes runs procs processes of workers each (the bench binary

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // connect parses every URL (exit 2 on a bad one) and pings every node
@@ -17,10 +19,10 @@ func connect(urls []string) ([]*redis.Client, error) {
 	}
 	var clients []*redis.Client
 	for _, u := range urls {
-		opt, err := redis.ParseURL(u)
+		opt, err := nodeurl.Parse(u)
 		if err != nil {
 			closeAll(clients)
-			return nil, usageErr("bad node URL %q: %v", u, err)
+			return nil, usageErr("bad node URL %v", err)
 		}
 		opt.ContextTimeoutEnabled = true
 		opt.DialTimeout = 2 * time.Second
@@ -33,7 +35,7 @@ func connect(urls []string) ([]*redis.Client, error) {
 		err := c.Ping(ctx).Err()
 		cancel()
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %s", urls[i], explain(err)))
+			bad = append(bad, fmt.Sprintf("%s: %s", nodeurl.Mask(urls[i]), explain(err)))
 		}
 	}
 	if len(bad) > 0 {
@@ -66,4 +68,13 @@ func closeAll(cs []*redis.Client) {
 	for _, c := range cs {
 		_ = c.Close()
 	}
+}
+
+// maskAll returns the URLs to show, their passwords masked.
+func maskAll(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		out[i] = nodeurl.Mask(u)
+	}
+	return out
 }

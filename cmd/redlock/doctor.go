@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"math"
 	"net"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/drift"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
 // Verdicts of a doctor check.
@@ -61,13 +61,14 @@ type Check struct {
 // clock runs against the client's monotonic clock is what the drift factor
 // must cover; the offset does not matter.
 type ClockReport struct {
-	Samples        int     `json:"samples"`         // TIME samples in the fit (slow round trips left out)
+	Samples        int     `json:"samples"`         // TIME samples the rate is estimated over (those since the last jump)
 	WindowMs       float64 `json:"window_ms"`       // client monotonic time from the first to the last sample used
 	OffsetMs       float64 `json:"offset_ms"`       // node time − client wall time at the fastest sample's midpoint
 	OffsetErrMs    float64 `json:"offset_err_ms"`   // ± half that sample's round trip
-	RateErrorPPM   float64 `json:"rate_error_ppm"`  // node rate / client rate − 1, in ppm; positive: the node's clock runs fast
-	ResolutionPPM  float64 `json:"resolution_ppm"`  // worst-case error of the rate estimate from round-trip uncertainty
-	MaxResidualUs  float64 `json:"max_residual_us"` // largest distance of a sample from the fitted line
+	RateErrorPPM   float64 `json:"rate_error_ppm"`  // 1 − clientRate/nodeRate (the drift monitor's measure), in ppm; positive: the node's clock runs fast
+	ResolutionPPM  float64 `json:"resolution_ppm"`  // half-width of the interval around RateErrorPPM that surely holds the true error, given the round trips
+	MaxResidualUs  float64 `json:"max_residual_us"` // largest distance of a sample from the line of the estimated rate
+	Jumps          int     `json:"jumps"`           // steps of the node's clock the rate cannot explain (the estimate restarts after each)
 	DriftBudgetPPM float64 `json:"drift_budget_ppm"`
 	StepsBack      int     `json:"steps_back"` // TIME samples below the previous one: the node's clock stepped back
 	SkewMs         float64 `json:"skew_ms"`    // largest offset difference to another node, less both measuring errors (at least 0)
@@ -159,9 +160,8 @@ type doctorConfig struct {
 	quorum      int
 }
 
-func cmdDoctor(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+func doctorCmd(fs *flag.FlagSet) runner {
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
 	drift := fs.Float64("drift-factor", redlock.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
@@ -169,52 +169,54 @@ func cmdDoctor(args []string, out io.Writer) error {
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	switch {
-	case len(pos) != 0:
-		return usageErr("doctor takes no arguments, got %q", pos)
-	case *nodeTimeout <= 0:
-		return usageErr("--node-timeout %v must be positive", *nodeTimeout)
-	case *ttl < time.Millisecond:
-		return usageErr("--ttl %v must be at least 1ms", *ttl)
-	case *drift < 0 || *drift >= 1 || math.IsNaN(*drift):
-		return usageErr("--drift-factor %v must be in [0, 1)", *drift)
-	case *ttl <= redlock.DriftBudget(*ttl, *drift):
-		return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, redlock.DriftBudget(*ttl, *drift))
-	case *samples < 3 || *samples > 10000:
-		return usageErr("--samples %d must be in 3-10000", *samples)
-	case *window < 10*time.Millisecond:
-		return usageErr("--window %v must be at least 10ms", *window)
-	}
-	urls := splitURLs(*nodesFlag)
-	if len(urls) == 0 {
-		return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
-	}
-	opts := make([]*redis.Options, len(urls))
-	shown := make([]string, len(urls))
-	for i, u := range urls {
-		if opts[i], shown[i], err = doctorParseURL(u); err != nil {
-			return usageErr("bad node URL %v", err)
+	return func(_ []string, out, _ io.Writer) error {
+		switch {
+		case *nodeTimeout <= 0:
+			return usageErr("--node-timeout %v must be positive", *nodeTimeout)
+		case *ttl < time.Millisecond:
+			return usageErr("--ttl %v must be at least 1ms", *ttl)
+		case *drift < 0 || *drift >= 1 || math.IsNaN(*drift):
+			return usageErr("--drift-factor %v must be in [0, 1)", *drift)
+		case *ttl <= redlock.DriftBudget(*ttl, *drift):
+			return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, redlock.DriftBudget(*ttl, *drift))
+		case *samples < 3 || *samples > 10000:
+			return usageErr("--samples %d must be in 3-10000", *samples)
+		case *window < 10*time.Millisecond:
+			return usageErr("--window %v must be at least 10ms", *window)
 		}
-	}
-	q := *quorum
-	if q == 0 {
-		q = len(urls)/2 + 1
-	}
-	if q <= len(urls)/2 || q > len(urls) {
-		return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
-	}
-	cfg := doctorConfig{nodeTimeout: *nodeTimeout, callTimeout: *nodeTimeout, ttl: *ttl, drift: *drift,
-		samples: *samples, window: *window, quorum: q}
-	if t := *ttl / 10; t < cfg.callTimeout {
-		cfg.callTimeout = t
-	}
+		urls := splitURLs(*nodesFlag)
+		if len(urls) == 0 {
+			return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+		}
+		opts := make([]*redis.Options, len(urls))
+		shown := make([]string, len(urls))
+		for i, u := range urls {
+			var err error
+			if opts[i], shown[i], err = doctorParseURL(u); err != nil {
+				return usageErr("bad node URL %v", err)
+			}
+		}
+		q := *quorum
+		if q == 0 {
+			q = len(urls)/2 + 1
+		}
+		if q <= len(urls)/2 || q > len(urls) {
+			return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
+		}
+		cfg := doctorConfig{nodeTimeout: *nodeTimeout, callTimeout: *nodeTimeout, ttl: *ttl, drift: *drift,
+			samples: *samples, window: *window, quorum: q}
+		if t := *ttl / 10; t < cfg.callTimeout {
+			cfg.callTimeout = t
+		}
 
-	rep := doctor(context.Background(), opts, shown, cfg)
-	if *asJSON {
+		return report(out, doctor(context.Background(), opts, shown, cfg), cfg, *asJSON)
+	}
+}
+
+// report prints the doctor's report and returns the error that sets the
+// exit code: exit 3 when a node was unusable, 1 on a failed check.
+func report(out io.Writer, rep DoctorReport, cfg doctorConfig, asJSON bool) error {
+	if asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
@@ -238,74 +240,20 @@ func cmdDoctor(args []string, out io.Writer) error {
 	return nil
 }
 
-// doctorParseURL validates a node URL as the library's NewFromURLs does
-// (scheme, host, port range; errors show the URL with its password masked)
-// and returns the options and the masked URL to show.
+// doctorParseURL parses a node URL as the library's NewFromURLs does
+// (nodeurl.Parse) and returns the options doctor dials with and the URL to
+// show, its password masked.
 func doctorParseURL(s string) (*redis.Options, string, error) {
-	u, err := url.Parse(s)
+	o, err := nodeurl.Parse(s)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // url.Error repeats the URL, password and all
-		}
-		return nil, "", fmt.Errorf("%s: %v", maskURLString(s), err)
-	}
-	shown := maskURL(u)
-	switch u.Scheme {
-	case "redis", "rediss":
-		if u.Hostname() == "" {
-			return nil, "", fmt.Errorf("%s: no host", shown)
-		}
-		if p := u.Port(); p != "" {
-			if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-				return nil, "", fmt.Errorf("%s: port %s is not in 1-65535", shown, p)
-			}
-		}
-	case "unix":
-		if u.Path == "" {
-			return nil, "", fmt.Errorf("%s: no socket path", shown)
-		}
-	default:
-		return nil, "", fmt.Errorf("%s: scheme %q is not redis, rediss or unix", shown, u.Scheme)
-	}
-	o, err := redis.ParseURL(s)
-	if err != nil {
-		return nil, "", fmt.Errorf("%s: %v", shown, err)
+		return nil, "", err
 	}
 	o.ContextTimeoutEnabled = true
 	o.DialTimeout = doctorCallTimeout
 	o.MaxRetries = -1
 	o.DialerRetries = 1 // a node that does not answer is reported, not redialled
 	o.PoolSize = 2
-	return o, shown, nil
-}
-
-// maskURL shows a URL with its password (user info or password= query)
-// masked.
-func maskURL(u *url.URL) string {
-	c := *u
-	if q := c.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		c.RawQuery = q.Encode()
-	}
-	return c.Redacted()
-}
-
-// maskURLString hides the password of a URL that net/url cannot parse.
-func maskURLString(s string) string {
-	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok {
-		return "(unparsable URL)"
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	user, _, hasPass := strings.Cut(rest[:at], ":")
-	if !hasPass {
-		return s
-	}
-	return scheme + "://" + user + ":xxxxx" + rest[at:]
+	return o, nodeurl.Mask(s), nil
 }
 
 // doctor examines every node at once (the clock sampling takes the whole
@@ -467,11 +415,12 @@ func serverVersion(in map[string]string) (server, version string) {
 	return "", ""
 }
 
+// timeSample is one TIME answer: the library's drift sample (client send
+// time since the first send, on the client's monotonic clock; the node's
+// TIME; the round trip) and the wall-clock offset, which only doctor uses.
 type timeSample struct {
-	x      float64       // seconds on the client's monotonic clock since the first send, at the round trip's midpoint
-	node   time.Time     // the node's TIME
-	offset time.Duration // node time − client wall time at the midpoint
-	rtt    time.Duration
+	drift.Sample
+	offset time.Duration // node time − client wall time at the round trip's midpoint
 }
 
 // sample sends cfg.samples rounds of PING and TIME spread over cfg.window.
@@ -502,7 +451,7 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 		cancel()
 		if err == nil {
 			mid := t1.Add(r / 2)
-			times = append(times, timeSample{x: mid.Sub(start).Seconds(), node: nt, offset: nt.Sub(mid), rtt: r})
+			times = append(times, timeSample{drift.Sample{Client: t1.Sub(start), Node: nt, RTT: r}, nt.Sub(mid)})
 			answered = true
 		}
 		if answered {
@@ -524,75 +473,61 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // fitClock estimates the node's clock rate against the client's monotonic
-// clock: the least-squares slope of node time over client time. Samples
-// whose round trip took more than twice the median (plus 50µs) are left
-// out: their midpoint is the least certain. It returns nil with fewer than
-// three samples.
-func fitClock(all []timeSample, drift float64) *ClockReport {
+// clock with the library's drift estimator (the one WithDriftMonitor runs
+// continuously), over all samples at once: its rate error and the bound
+// that surely holds the true one. A jump restarts the estimator's window,
+// so the rate is over the samples since the last jump. It returns nil
+// unless two samples give a rate (three samples at least).
+func fitClock(all []timeSample, budget float64) *ClockReport {
 	if len(all) < 3 {
 		return nil
 	}
-	rtts := make([]time.Duration, len(all))
-	for i, s := range all {
-		rtts[i] = s.rtt
-	}
-	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
-	limit := 2*rtts[(len(rtts)-1)/2] + 50*time.Microsecond
-	var ss []timeSample
+	e := drift.New(drift.Config{Window: len(all), MinSamples: 3})
 	for _, s := range all {
-		if s.rtt <= limit {
-			ss = append(ss, s)
-		}
+		e.Add(s.Sample)
 	}
-	if len(ss) < 3 {
-		ss = all
-	}
-	n := float64(len(ss))
-	var mx, my float64
-	ys := make([]float64, len(ss))
-	for i, s := range ss {
-		ys[i] = s.node.Sub(ss[0].node).Seconds()
-		mx += s.x
-		my += ys[i]
-	}
-	mx, my = mx/n, my/n
-	var sxx, sxy float64
-	for i, s := range ss {
-		sxx += (s.x - mx) * (s.x - mx)
-		sxy += (s.x - mx) * (ys[i] - my)
-	}
-	span := ss[len(ss)-1].x - ss[0].x
-	if sxx <= 0 || span <= 0 {
+	bound := e.Bound()
+	if math.IsInf(bound, 1) {
 		return nil
 	}
-	slope := sxy / sxx
-	best, maxRTT := ss[0], time.Duration(0)
-	var maxRes float64
-	for i, s := range ss {
-		if s.rtt < best.rtt {
+	used := all[len(all)-e.Samples():]
+	first, last := used[0], used[len(used)-1]
+	best := used[0]
+	for _, s := range used {
+		if s.RTT < best.RTT {
 			best = s
 		}
-		if s.rtt > maxRTT {
-			maxRTT = s.rtt
-		}
-		res := math.Abs(ys[i] - (my + slope*(s.x-mx)))
-		maxRes = math.Max(maxRes, res)
 	}
-	// Each midpoint is off by at most half its round trip (plus the 1µs
-	// of TIME); with evenly spread samples that moves the least-squares
-	// slope by at most 3 × that error / the span.
-	e := (maxRTT/2 + time.Microsecond).Seconds()
 	return &ClockReport{
-		Samples:        len(ss),
-		WindowMs:       span * 1000,
+		Samples:        len(used),
+		WindowMs:       ms(last.Client + last.RTT/2 - first.Client - first.RTT/2), // midpoint to midpoint
 		OffsetMs:       ms(best.offset),
-		OffsetErrMs:    ms(best.rtt / 2),
-		RateErrorPPM:   (slope - 1) * 1e6,
-		ResolutionPPM:  3 * e / span * 1e6,
-		MaxResidualUs:  maxRes * 1e6,
-		DriftBudgetPPM: drift * 1e6,
+		OffsetErrMs:    ms(best.RTT / 2),
+		RateErrorPPM:   e.Error() * 1e6,
+		ResolutionPPM:  bound * 1e6,
+		MaxResidualUs:  maxResidual(used, 1/(1-e.Error())),
+		DriftBudgetPPM: budget * 1e6,
+		Jumps:          e.Jumps(),
 		StepsBack:      stepsBack(all),
 	}
+}
+
+// maxResidual is the largest distance, in µs, of a sample's node time from
+// the line of slope rate (node seconds per client second) through the
+// samples' mean, the midpoints taken as the client times.
+func maxResidual(ss []timeSample, rate float64) float64 {
+	x := func(s timeSample) float64 { return (s.Client + s.RTT/2 - ss[0].Client).Seconds() }
+	y := func(s timeSample) float64 { return s.Node.Sub(ss[0].Node).Seconds() }
+	var mx, my float64
+	for _, s := range ss {
+		mx += x(s) / float64(len(ss))
+		my += y(s) / float64(len(ss))
+	}
+	var m float64
+	for _, s := range ss {
+		m = math.Max(m, math.Abs(y(s)-(my+rate*(x(s)-mx))))
+	}
+	return m * 1e6
 }
 
 // stepsBack counts the samples whose node time is below the previous
@@ -600,7 +535,7 @@ func fitClock(all []timeSample, drift float64) *ClockReport {
 func stepsBack(ss []timeSample) int {
 	n := 0
 	for i := 1; i < len(ss); i++ {
-		if ss[i].node.Before(ss[i-1].node) {
+		if ss[i].Node.Before(ss[i-1].Node) {
 			n++
 		}
 	}
@@ -901,6 +836,8 @@ func clockCheck(c *ClockReport, drift float64) Check {
 		return Check{checkClock, verdictFail, nums + ": the node's clock runs outside the drift budget; fix its time sync or raise the drift factor"}
 	case rate > budget/2:
 		return Check{checkClock, verdictWarn, nums + ": more than half the drift budget"}
+	case c.Jumps > 0:
+		return Check{checkClock, verdictWarn, nums + fmt.Sprintf(": the node's clock jumped %d times while sampled (the rate is over the samples since); WithDriftMonitor counts such a node out of bounds until its rate is known again", c.Jumps)}
 	}
 	return Check{checkClock, verdictOK, nums}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/drift"
 )
 
 // redisNode starts a redis-server process with extra arguments (the
@@ -374,25 +375,40 @@ func TestDoctorUsage(t *testing.T) {
 	}
 }
 
-// The least-squares fit finds a known rate error in samples whose
-// midpoints are off by up to half their round trip.
+// The library's drift estimator, run over doctor's samples at once, finds
+// a known rate error in samples whose midpoints are off by up to half
+// their round trip; a step in the node's clock is a jump, and the rate is
+// over the samples after it.
 func TestDoctorFitClock(t *testing.T) {
 	const ppm = 700.0
 	base := time.Unix(1_700_000_000, 0)
 	var ss []timeSample
 	for i := 0; i < 21; i++ {
-		x := float64(i) * 0.1
+		mid := time.Duration(i) * 100 * time.Millisecond
 		rtt := time.Duration(100+(i%3)*20) * time.Microsecond
 		jitter := time.Duration((i%5)-2) * 10 * time.Microsecond // within ±rtt/2
-		node := base.Add(time.Duration(x*(1+ppm/1e6)*float64(time.Second)) + jitter)
-		ss = append(ss, timeSample{x: x, node: node, offset: 5 * time.Millisecond, rtt: rtt})
+		node := base.Add(time.Duration(float64(mid)*(1+ppm/1e6)) + jitter)
+		ss = append(ss, timeSample{drift.Sample{Client: mid - rtt/2, Node: node, RTT: rtt}, 5 * time.Millisecond})
 	}
 	c := fitClock(ss, 0.01)
-	if c == nil || math.Abs(c.RateErrorPPM-ppm) > c.ResolutionPPM || c.ResolutionPPM > 250 || c.Samples != 21 || c.OffsetMs != 5 || c.WindowMs != 2000 {
+	if c == nil || math.Abs(c.RateErrorPPM-ppm) > c.ResolutionPPM || c.ResolutionPPM > 250 || c.Samples != 21 ||
+		c.OffsetMs != 5 || c.WindowMs != 2000 || c.Jumps != 0 || c.MaxResidualUs > 50 {
 		t.Fatalf("fit: %+v", c)
 	}
 	if fitClock(ss[:2], 0.01) != nil {
 		t.Error("two samples gave a fit")
+	}
+
+	// From sample 10 on the node's clock is 50ms ahead.
+	for i := 10; i < len(ss); i++ {
+		ss[i].Node = ss[i].Node.Add(50 * time.Millisecond)
+	}
+	c = fitClock(ss, 0.01)
+	if c == nil || c.Jumps != 1 || c.Samples != 11 || math.Abs(c.RateErrorPPM-ppm) > c.ResolutionPPM {
+		t.Fatalf("fit over a jump: %+v", c)
+	}
+	if v := clockCheck(c, 0.01); v.Verdict != verdictWarn || !strings.Contains(v.Reason, "jumped 1 times") {
+		t.Errorf("clock check after a jump: %+v", v)
 	}
 }
 
@@ -509,7 +525,10 @@ func TestDoctorVersions(t *testing.T) {
 // measuring error, turn an OK clock check into a warning.
 func TestDoctorFenceClocks(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
-	ss := []timeSample{{node: base}, {node: base.Add(time.Second)}, {node: base.Add(500 * time.Millisecond)}, {node: base.Add(2 * time.Second)}}
+	var ss []timeSample
+	for _, d := range []time.Duration{0, time.Second, 500 * time.Millisecond, 2 * time.Second} {
+		ss = append(ss, timeSample{Sample: drift.Sample{Node: base.Add(d)}})
+	}
 	if n := stepsBack(ss); n != 1 {
 		t.Fatalf("stepsBack %d, want 1", n)
 	}

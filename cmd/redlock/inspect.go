@@ -73,54 +73,51 @@ func fence(ctx context.Context, clients []*redis.Client, key string) int64 {
 	return top
 }
 
-func cmdInspect(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+func inspectCmd(fs *flag.FlagSet) runner {
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 {
-		return usageErr("inspect takes one PATTERN (e.g. 'lock:*'), got %d arguments", len(pos))
-	}
-	urls := splitURLs(*nodesFlag)
-	clients, err := connect(urls)
-	if err != nil {
-		return err
-	}
-	defer closeAll(clients)
-	q := *quorum
-	if q == 0 {
-		q = len(clients)/2 + 1
-	}
-	if q <= len(clients)/2 || q > len(clients) {
-		return usageErr("--quorum %d is out of range for %d nodes", q, len(clients))
-	}
-	reports, err := inspect(context.Background(), clients, urls, pos[0], q)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
+	return func(pos []string, out, _ io.Writer) error {
+		if len(pos) != 1 {
+			return usageErr("inspect takes one PATTERN (e.g. 'lock:*'), got %d arguments", len(pos))
+		}
+		urls := splitURLs(*nodesFlag)
+		clients, err := connect(urls)
+		if err != nil {
 			return err
 		}
-	} else {
-		printReports(out, reports)
-	}
-	bad := 0
-	for _, r := range reports {
-		if r.Partial || r.NoTTL {
-			bad++
+		defer closeAll(clients)
+		q := *quorum
+		if q == 0 {
+			q = len(clients)/2 + 1
 		}
+		if q <= len(clients)/2 || q > len(clients) {
+			return usageErr("--quorum %d is out of range for %d nodes", q, len(clients))
+		}
+		reports, err := inspect(context.Background(), clients, maskAll(urls), pos[0], q)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			enc := json.NewEncoder(out)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(reports); err != nil {
+				return err
+			}
+		} else {
+			printReports(out, reports)
+		}
+		bad := 0
+		for _, r := range reports {
+			if r.Partial || r.NoTTL {
+				bad++
+			}
+		}
+		if bad > 0 {
+			return fmt.Errorf("%d of %d keys are partial leftovers or have no TTL", bad, len(reports))
+		}
+		return nil
 	}
-	if bad > 0 {
-		return fmt.Errorf("%d of %d keys are partial leftovers or have no TTL", bad, len(reports))
-	}
-	return nil
 }
 
 func inspect(ctx context.Context, clients []*redis.Client, urls []string, pattern string, quorum int) ([]KeyReport, error) {
@@ -269,58 +266,55 @@ func printReports(out io.Writer, reports []KeyReport) {
 	fmt.Fprintln(out, "FENCE: the highest fence register of the key (the latest fenced holder's token); - if never fenced")
 }
 
-func cmdUnlock(args []string, out io.Writer) error {
-	fs := flag.NewFlagSet("unlock", flag.ContinueOnError)
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// URLs, one per node")
+func unlockCmd(fs *flag.FlagSet) runner {
+	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
 	force := fs.Bool("force", false, "really delete (required)")
-	pos, err := parse(fs, args)
-	if err != nil {
-		return err
-	}
-	if len(pos) != 1 || pos[0] == "" {
-		return usageErr("unlock takes one KEY")
-	}
-	key := pos[0]
-	clients, err := connect(splitURLs(*nodesFlag))
-	if err != nil {
-		return err
-	}
-	defer closeAll(clients)
-	urls := splitURLs(*nodesFlag)
-	ctx := context.Background()
-	found := 0
-	for i, c := range clients {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := c.Get(cctx, key).Result()
-		ttl, _ := c.PTTL(cctx, key).Result()
-		cancel()
-		switch {
-		case errors.Is(err, redis.Nil):
-			fmt.Fprintf(out, "%s: %s absent\n", urls[i], key)
-			continue
-		case err != nil && !strings.Contains(err.Error(), "WRONGTYPE"):
-			return &exitError{exitUnreachable, fmt.Errorf("%s: %s", urls[i], explain(err))}
+	return func(pos []string, out, _ io.Writer) error {
+		if len(pos) != 1 || pos[0] == "" {
+			return usageErr("unlock takes one KEY")
 		}
-		found++
-		verb := "would delete"
-		if *force {
-			verb = "deleting"
-		}
-		fmt.Fprintf(out, "%s: %s %s (owner %q, ttl %v)\n", urls[i], verb, key, v, ttl)
-	}
-	if !*force {
-		return usageErr("refusing to delete without --force (%d nodes hold %s)", found, key)
-	}
-	deleted := 0
-	for i, c := range clients {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		n, err := c.Del(cctx, key).Result()
-		cancel()
+		key := pos[0]
+		clients, err := connect(splitURLs(*nodesFlag))
 		if err != nil {
-			return &exitError{exitUnreachable, fmt.Errorf("%s: DEL: %s", urls[i], explain(err))}
+			return err
 		}
-		deleted += int(n)
+		defer closeAll(clients)
+		urls := maskAll(splitURLs(*nodesFlag)) // to show: passwords masked
+		ctx := context.Background()
+		found := 0
+		for i, c := range clients {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			v, err := c.Get(cctx, key).Result()
+			ttl, _ := c.PTTL(cctx, key).Result()
+			cancel()
+			switch {
+			case errors.Is(err, redis.Nil):
+				fmt.Fprintf(out, "%s: %s absent\n", urls[i], key)
+				continue
+			case err != nil && !strings.Contains(err.Error(), "WRONGTYPE"):
+				return &exitError{exitUnreachable, fmt.Errorf("%s: %s", urls[i], explain(err))}
+			}
+			found++
+			verb := "would delete"
+			if *force {
+				verb = "deleting"
+			}
+			fmt.Fprintf(out, "%s: %s %s (owner %q, ttl %v)\n", urls[i], verb, key, v, ttl)
+		}
+		if !*force {
+			return usageErr("refusing to delete without --force (%d nodes hold %s)", found, key)
+		}
+		deleted := 0
+		for i, c := range clients {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			n, err := c.Del(cctx, key).Result()
+			cancel()
+			if err != nil {
+				return &exitError{exitUnreachable, fmt.Errorf("%s: DEL: %s", urls[i], explain(err))}
+			}
+			deleted += int(n)
+		}
+		fmt.Fprintf(out, "deleted %s on %d of %d nodes\n", key, deleted, len(clients))
+		return nil
 	}
-	fmt.Fprintf(out, "deleted %s on %d of %d nodes\n", key, deleted, len(clients))
-	return nil
 }

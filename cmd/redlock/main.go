@@ -1,13 +1,13 @@
 // Command redlock runs the redlock demo, inspects and force-unlocks lock
-// keys on a set of Redis nodes, and benchmarks the library against
-// go-redsync.
+// keys on a set of Redis nodes, checks nodes against what the algorithm
+// needs, and benchmarks the library against go-redsync.
 //
-//	redlock demo [--nodes URLS | --embedded] [--workers 8] [--duration 8s] [--metrics-addr ADDR]
-//	redlock inspect PATTERN --nodes URLS [--json]
-//	redlock unlock KEY --force --nodes URLS
-//	redlock doctor --nodes URLS [--node-timeout 50ms] [--ttl 10s] [--drift-factor 0.01] [--samples 20] [--window 2s] [--quorum K] [--json]
-//	redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
-//	redlock version (or --version)
+//	redlock --help            the subcommands, one line each
+//	redlock COMMAND --help    a subcommand's flags
+//	redlock version           (or --version)
+//
+// The help text is generated from the command table and each subcommand's
+// flag.FlagSet, so it cannot fall behind the flags.
 //
 // Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
 // partial or TTL-less locks, doctor found a FAIL, bench failed); 2 usage
@@ -22,7 +22,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -47,20 +49,91 @@ func usageErr(format string, args ...any) error {
 	return &exitError{exitUsage, fmt.Errorf(format, args...)}
 }
 
-const usage = `usage:
-  redlock demo [--nodes URLS | --embedded] [--workers N] [--duration D] [--metrics-addr ADDR]
-                                                             workers contending through a node fault
-  redlock inspect PATTERN --nodes URLS [--json]              which nodes hold which lock keys
-  redlock unlock KEY --force --nodes URLS                    delete a stuck lock on every node
-  redlock doctor --nodes URLS [--node-timeout D] [--ttl D] [--drift-factor F] [--samples N] [--window D] [--quorum K] [--json]
-                                                             check the nodes against what the algorithm needs
-  redlock bench [--quick] [--repeat N] [--only LIST] [--out DIR]
-                                                             this library vs go-redsync, side by side
-  redlock version (or --version)                             the module version of this binary and its Go version
+// runner runs a subcommand once its flags are parsed; pos are the
+// positional arguments.
+type runner func(pos []string, stdout, stderr io.Writer) error
 
-URLS is a comma-separated list of redis:// or rediss:// URLs, one per independent node.
+// command is one subcommand. flags registers its flags on fs and returns
+// the runner that reads them: the FlagSet that parses is the one --help
+// prints.
+type command struct {
+	name    string // the words after "redlock"
+	args    string // positional arguments, for the synopsis ("" = none allowed)
+	summary string // one line for redlock --help
+	flags   func(fs *flag.FlagSet) runner
+	hidden  bool // not listed: started by redlock itself
+}
+
+// commands is the one table of subcommands, in help order.
+var commands = []command{
+	{name: "demo", summary: "workers contending for one lock through a node fault", flags: demoCmd},
+	{name: "inspect", args: "PATTERN", summary: "which nodes hold which lock keys", flags: inspectCmd},
+	{name: "unlock", args: "KEY", summary: "delete a stuck lock on every node", flags: unlockCmd},
+	{name: "doctor", summary: "check the nodes against what the algorithm needs", flags: doctorCmd},
+	{name: "bench", summary: "this library vs go-redsync and others, side by side", flags: benchCmd},
+	{name: "bench worker", summary: "one process of the bench's processes scenario (started by bench)", flags: benchWorkerCmd, hidden: true},
+	{name: "version", summary: "the module version of this binary and its Go version (also --version)", flags: versionCmd},
+}
+
+const usageFooter = `
+Run 'redlock COMMAND --help' for a command's flags.
+URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node.
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
 `
+
+// printUsage writes redlock --help: every listed command with its summary.
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: redlock COMMAND [ARGS] [flags]")
+	fmt.Fprintln(w, "\ncommands:")
+	tw := tabwriter.NewWriter(w, 0, 0, 3, ' ', 0)
+	for _, c := range commands {
+		if !c.hidden {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.summary)
+		}
+	}
+	tw.Flush()
+	fmt.Fprint(w, usageFooter)
+}
+
+// printHelp writes redlock COMMAND --help: the synopsis and every flag of
+// fs (flag.VisitAll), spelled with two dashes as the rest of the help is.
+func printHelp(w io.Writer, c *command, fs *flag.FlagSet) {
+	syn := "redlock " + c.name
+	if c.args != "" {
+		syn += " " + c.args
+	}
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		syn += " [flags]"
+	}
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", syn, c.summary)
+	first := true
+	fs.VisitAll(func(f *flag.Flag) {
+		if first {
+			fmt.Fprintln(w, "\nflags:")
+			first = false
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		fmt.Fprintf(w, "%s\n        %s%s\n", line, usage, defaultNote(f, typ))
+	})
+}
+
+// defaultNote shows a flag's default unless it is the type's zero value.
+func defaultNote(f *flag.Flag, typ string) string {
+	switch f.DefValue {
+	case "", "0", "false", "0s":
+		return ""
+	}
+	if typ == "string" {
+		return fmt.Sprintf(" (default %q)", f.DefValue)
+	}
+	return " (default " + f.DefValue + ")"
+}
 
 func main() {
 	// go-redis logs every failed redial of a stopped node to stderr, which
@@ -76,38 +149,43 @@ func (quiet) Printf(context.Context, string, ...interface{}) {}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		printUsage(stderr)
 		return exitUsage
 	}
-	var err error
 	switch args[0] {
-	case "demo":
-		err = cmdDemo(args[1:], stdout)
-	case "inspect":
-		err = cmdInspect(args[1:], stdout)
-	case "unlock":
-		err = cmdUnlock(args[1:], stdout)
-	case "doctor":
-		err = cmdDoctor(args[1:], stdout)
-	case "bench":
-		err = cmdBench(args[1:], stdout, stderr)
-	case "version", "--version":
-		cmdVersion(stdout)
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 { // redlock help COMMAND
+			return run(append(args[1:len(args):len(args)], "--help"), stdout, stderr)
+		}
+		printUsage(stdout)
 		return exitOK
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q\n%s", args[0], usage)
+	case "--version", "-version":
+		args = []string{"version"}
+	}
+	c, rest := lookup(args)
+	if c == nil {
+		fmt.Fprintf(stderr, "redlock: unknown command %q\n\n", args[0])
+		printUsage(stderr)
 		return exitUsage
+	}
+	fs := flag.NewFlagSet("redlock "+c.name, flag.ContinueOnError)
+	exec := c.flags(fs)
+	pos, err := parse(fs, rest)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(stdout, c, fs)
+		return exitOK
+	case err != nil:
+		err = usageErr("%v (see redlock %s --help)", err, c.name)
+	case c.args == "" && len(pos) > 0:
+		err = usageErr("%s takes no arguments, got %q", c.name, pos)
+	default:
+		err = exec(pos, stdout, stderr)
 	}
 	if err == nil {
 		return exitOK
 	}
-	if errors.Is(err, flag.ErrHelp) {
-		return exitUsage
-	}
-	fmt.Fprintf(stderr, "redlock %s: %v\n", args[0], err)
+	fmt.Fprintf(stderr, "redlock %s: %v\n", c.name, err)
 	var ee *exitError
 	if errors.As(err, &ee) {
 		return ee.code
@@ -115,16 +193,32 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
+// lookup finds the command args name (the longest match: "bench worker"
+// before "bench") and returns it with the arguments after its name.
+func lookup(args []string) (*command, []string) {
+	var best *command
+	var rest []string
+	for i := range commands {
+		words := strings.Fields(commands[i].name)
+		if len(words) > len(args) || (best != nil && len(words) <= len(strings.Fields(best.name))) {
+			continue
+		}
+		if slices.Equal(words, args[:len(words)]) {
+			best, rest = &commands[i], args[len(words):]
+		}
+	}
+	return best, rest
+}
+
 // parse parses flags that may come before or after positional arguments.
+// It returns flag.ErrHelp for -h/--help and the flag package's error for a
+// bad flag; it prints nothing.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	fs.SetOutput(io.Discard)
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil, usageErr("%s", usage)
-			}
-			return nil, usageErr("%v", err)
+			return nil, err
 		}
 		if fs.NArg() == 0 {
 			return pos, nil

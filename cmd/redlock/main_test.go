@@ -259,6 +259,9 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"inspect", "--nodes", urls[0]}, exitUsage, "one PATTERN"},
 		{[]string{"inspect", "x*"}, exitUsage, "--nodes is required"},
 		{[]string{"inspect", "x*", "--nodes", "http://bad"}, exitUsage, "bad node URL"},
+		{[]string{"inspect", "x*", "--nodes", "redis://:secret@h:99999"}, exitUsage, "port 99999 is not in 1-65535"},
+		{[]string{"unlock", "k", "--force", "--nodes", "redis://:secret@"}, exitUsage, "no host"},
+		{[]string{"unlock", "k", "--force", "--nodes", "redis://:secret@" + hostPort}, exitOK, "redis://:xxxxx@" + hostPort + ": k absent"},
 		{[]string{"inspect", "x*", "--bogus"}, exitUsage, "flag provided but not defined"},
 		{[]string{"inspect", "x*", "--nodes", "redis://127.0.0.1:1"}, exitUnreachable, "connection refused"},
 		{[]string{"inspect", "x*", "--nodes", "redis://:wrong@" + hostPort}, exitUnreachable, "authentication failed"},
@@ -270,6 +273,9 @@ func TestCLIErrors(t *testing.T) {
 		code, out, errOut := runCmd(t, tc.args...)
 		if code != tc.code || !strings.Contains(out+errOut, tc.want) {
 			t.Errorf("redlock %q: exit %d, want %d with %q\n%s%s", tc.args, code, tc.code, tc.want, out, errOut)
+		}
+		if strings.Contains(out+errOut, ":secret@") || strings.Contains(out+errOut, ":wrong@") {
+			t.Errorf("redlock %q shows a password:\n%s%s", tc.args, out, errOut)
 		}
 	}
 }

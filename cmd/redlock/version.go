@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"runtime/debug"
@@ -10,10 +11,13 @@ import (
 // the command's own: the lock behaviour comes from it.
 const libraryPath = "github.com/redlock-go/redlock"
 
-// cmdVersion prints the version line of this binary.
-func cmdVersion(stdout io.Writer) {
-	info, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(stdout, versionLine(info, ok))
+// versionCmd prints the version line of this binary; it has no flags.
+func versionCmd(*flag.FlagSet) runner {
+	return func(_ []string, stdout, _ io.Writer) error {
+		info, ok := debug.ReadBuildInfo()
+		fmt.Fprintln(stdout, versionLine(info, ok))
+		return nil
+	}
 }
 
 // versionLine reads a build's module versions: the command's (from go

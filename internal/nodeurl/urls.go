@@ -1,4 +1,6 @@
-package redlock
+// Package nodeurl parses and displays Redis node URLs, for the library's
+// NewFromURLs and the redlock command alike.
+package nodeurl
 
 import (
 	"errors"
@@ -10,20 +12,21 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// parseURL checks a node URL for what go-redis's ParseURL lets through
-// (no host: it would silently become localhost:6379; a port out of range:
-// it would fail only at the first lock) and then parses it. Its errors
-// show the URL with the password masked.
-func parseURL(s string) (*redis.Options, error) {
+// Parse checks a node URL for what go-redis's ParseURL lets through (no
+// host: it would silently become localhost:6379; a port out of range: it
+// would fail only at the first call) and then parses it with go-redis.
+// Schemes: redis, rediss, unix. Its errors begin with the URL as Mask
+// shows it, never the password. The options are go-redis's, unchanged.
+func Parse(s string) (*redis.Options, error) {
 	u, err := url.Parse(s)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // url.Error repeats the URL, password and all
 		}
-		return nil, fmt.Errorf("%s: %v", maskURL(s), err)
+		return nil, fmt.Errorf("%s: %v", Mask(s), err)
 	}
-	shown := u.Redacted()
+	shown := mask(u)
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Hostname() == "" {
@@ -48,8 +51,14 @@ func parseURL(s string) (*redis.Options, error) {
 	return o, nil
 }
 
-// maskURL hides the password of a URL that net/url cannot parse.
-func maskURL(s string) string {
+// Mask returns s with its password, in the user info or a password= query
+// parameter, replaced by xxxxx, for errors and output. A URL that net/url
+// cannot parse is masked as text; one without "://" shows as
+// "(unparsable URL)".
+func Mask(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return mask(u)
+	}
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return "(unparsable URL)"
@@ -63,4 +72,13 @@ func maskURL(s string) string {
 		return s
 	}
 	return scheme + "://" + user + ":xxxxx" + rest[at:]
+}
+
+func mask(u *url.URL) string {
+	c := *u
+	if q := c.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		c.RawQuery = q.Encode()
+	}
+	return c.Redacted()
 }
