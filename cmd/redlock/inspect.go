@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // NodeHold is what one node holds for a key.
@@ -132,7 +133,7 @@ func inspect(ctx context.Context, clients []*redis.Client, urls []string, patter
 				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
 			}
 			for _, k := range keys {
-				if isFenceKey(k) {
+				if isFenceKey(k) || k == node.MaxTTLKey { // not locks: a lock's fence register, the Clients' TTL register
 					continue
 				}
 				if _, ok := per[k]; !ok {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -288,7 +289,7 @@ func TestInspectShowsFence(t *testing.T) {
 	}
 	ctx := context.Background()
 	var l *redlock.Lock
-	for i := 0; i < 3; i++ { // token 3: three holders in turn
+	for i := 0; i < 3; i++ { // three holders in turn
 		if l, err = c.Lock(ctx, "fenced", 30*time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -305,11 +306,13 @@ func TestInspectShowsFence(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &reports); err != nil {
 		t.Fatalf("JSON: %v\n%s", err, out)
 	}
-	if len(reports) != 1 || reports[0].Key != "fenced" || reports[0].Fence != l.Token() || l.Token() != 3 {
-		t.Fatalf("want only the lock key, with fence %d (the register is not a lock, nor a leftover): %+v", l.Token(), reports)
+	// The highest register is at least the last token: a node whose vote
+	// came after the decision may hold a higher candidate (its own clock).
+	if len(reports) != 1 || reports[0].Key != "fenced" || reports[0].Fence < l.Token() || l.Token() <= 0 {
+		t.Fatalf("want only the lock key, with fence >= %d (the registers are not locks, nor leftovers): %+v", l.Token(), reports)
 	}
 	_, out, _ = runCmd(t, "inspect", "--nodes", strings.Join(urls, ","), "*")
-	if !strings.Contains(out, "FENCE") || !strings.Contains(out, " 3 ") {
+	if !strings.Contains(out, "FENCE") || !strings.Contains(out, " "+strconv.FormatInt(reports[0].Fence, 10)+" ") {
 		t.Fatalf("table lacks the fence:\n%s", out)
 	}
 }
