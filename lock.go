@@ -56,6 +56,7 @@ type Lock struct {
 	watchdog bool          // renewed in the background (see Watchdog)
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
 	passes   int           // times the hold was passed on inside this Client in a row (passOn)
+	order    *order        // the hold's extension calls, in order per node; shared with successors
 
 	mu        sync.Mutex
 	phase     phase
@@ -93,7 +94,7 @@ const (
 var ErrReleased = errors.New("redlock: lock released")
 
 func (c *Client) newLock(r request, a *attempt, out quorum.Outcome) *Lock {
-	l := &Lock{c: c, keys: r.keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
+	l := &Lock{c: c, keys: r.keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true}
 	l.setVotes(out.Votes)
 	if r.watchdog {
@@ -412,13 +413,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		cmd := node.Extend(l.keys, l.owner, ttl)
 		c.prepare(ctx, ttl)
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			g, err := c.before(ctx, i)
-			if err != nil {
-				return 0, false, err
-			}
-			v, ok, err := c.nodes[i].DoValue(ctx, cmd)
-			ok, err = c.after(ctx, i, g, ok, err)
-			return v, ok, err
+			return l.order.run(ctx, i, func() (int64, bool, error) {
+				g, err := c.before(ctx, i)
+				if err != nil {
+					return 0, false, err
+				}
+				v, ok, err := c.nodes[i].DoValue(ctx, cmd)
+				ok, err = c.after(ctx, i, g, ok, err)
+				return v, ok, err
+			})
 		}).Wait(ctx)
 		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
 	}
@@ -656,7 +659,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // successor is a fresh Lock for the same hold, for a local waiter. l.mu
 // must be held.
 func (l *Lock) successor() *Lock {
-	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, order: l.order, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
 		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true}
 	n.setVotes(l.votes)
 	return n

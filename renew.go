@@ -178,7 +178,7 @@ func (c *Client) renewBatch(batch []*Lock) {
 		for j, l := range ls {
 			rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
 		}
-		outs := c.renewRound(rs, ttl)
+		outs := c.renewRound(ls, rs, ttl)
 		for j, l := range ls {
 			e, _ := l.settle(ctx, opRenew, start, start, ttl, outs[j])
 			evs = append(evs, e...)
