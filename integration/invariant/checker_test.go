@@ -231,6 +231,12 @@ type sample struct {
 	quiet  bool // no workload op in flight at the start
 	t1     time.Time
 	remain time.Duration
+	// claim is the end of validity the Lock reports: the earlier of
+	// t1 + remain and what it reports again after the node reads. A
+	// watchdog renewal that starts during the reads first pulls the
+	// deadline in to its shorter lease, then sends it: its PEXPIRE is
+	// measured against the deadline the Lock reports once it was sent.
+	claim time.Time
 }
 
 // check samples ls: kind (1) for those that report held with no workload
@@ -271,6 +277,10 @@ func (c *checker) check(ls []*redlock.Lock) {
 		if !quiet || sm.l.Err() != nil { // an op or the end raced with the sample
 			continue
 		}
+		sm.claim = sm.t1.Add(sm.remain)
+		if t2, r2 := time.Now(), sm.l.Remaining(); t2.Add(r2).Before(sm.claim) {
+			sm.claim = t2.Add(r2)
+		}
 		c.samples.Add(1)
 		c.judge(sm, rd)
 	}
@@ -301,7 +311,7 @@ func (c *checker) judge(sm sample, rd []map[string]reading) {
 	c.mu.Lock()
 	for i := range c.nodes {
 		x, ok := rd[i][sm.key]
-		bound := sm.remain - x.at.Sub(sm.t1) - time.Millisecond
+		bound := sm.claim.Sub(x.at) - time.Millisecond
 		switch {
 		case !ok || !x.ok:
 			unknown++
