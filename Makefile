@@ -2,11 +2,9 @@
 # from Debian's packages when missing (scripts/ensure-redis.sh).
 GO ?= go
 RACE ?= -race
-# The randomized invariant test leaves local hand-off out of its workload
-# here: with it, 2 of 8 runs found a Lock reporting more validity than a
-# quorum held, a case not explained yet (integration/invariant/results.md).
-# INVARIANT_AVOID= runs the whole workload.
-INVARIANT_AVOID ?= handoff
+# INVARIANT_AVOID=pattern,... leaves parts out of the randomized invariant
+# test's workload (see integration/invariant); empty: all of it.
+INVARIANT_AVOID ?=
 
 .PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
 

@@ -414,13 +414,12 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		c.prepare(ctx, ttl)
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 			return l.order.run(ctx, i, func() (int64, bool, error) {
-				g, err := c.before(ctx, i)
-				if err != nil {
+				// No after: an extension's yes shows the node kept our
+				// key, which a node restarted empty cannot do.
+				if _, err := c.before(ctx, i); err != nil {
 					return 0, false, err
 				}
-				v, ok, err := c.nodes[i].DoValue(ctx, cmd)
-				ok, err = c.after(ctx, i, g, ok, err)
-				return v, ok, err
+				return c.nodes[i].DoValue(ctx, cmd)
 			})
 		}).Wait(ctx)
 		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)

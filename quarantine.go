@@ -295,12 +295,13 @@ func (c *Client) stale(i int) bool {
 	return c.q != nil && c.ids.learned[i].Load() != c.ids.gen[i].Load()+1
 }
 
-// identify learns node i's identity within ctx and feeds it to the gate;
-// a failure leaves the node stale, to be asked again. A node that refuses
+// identify learns node i's identity within ctx and feeds it to the gate,
+// and reports whether it did; a failure leaves the node stale, to be asked
+// again. A node that refuses
 // INFO (an ACL without it) cannot be identified at all: it is marked known
 // until its next redial, so that it is not asked on every call, and its
 // votes count, unprotected by the quarantine (see README).
-func (c *Client) identify(ctx context.Context, i int) {
+func (c *Client) identify(ctx context.Context, i int) bool {
 	g := c.ids.gen[i].Load()
 	id, err := c.nodes[i].Identify(ctx)
 	if refusesInfo(err) {
@@ -308,7 +309,7 @@ func (c *Client) identify(ctx context.Context, i int) {
 		c.ids.learned[i].Store(g + 1)
 	}
 	if err != nil {
-		return
+		return false
 	}
 	v := c.q.learn(i, id)
 	if v.changed { // a new process: it has none of the registers raised before
@@ -335,11 +336,12 @@ func (c *Client) identify(ctx context.Context, i int) {
 		c.q.stats.Aliases++
 		c.q.mu.Unlock()
 		if c.o.logger == nil {
-			return
+			return true
 		}
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
 			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
 	}
+	return true
 }
 
 // identifyNew notes ttl (see noteTTL), then identifies, in
@@ -498,8 +500,12 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		return ok, err
 	}
 	if c.ids.gen[i].Load() != g || c.stale(i) {
-		c.identify(ctx, i)
-		if ok && err == nil && c.stale(i) && !c.ids.noInfo[i].Load() { // identity unreadable in time: it may be a restart
+		// An identity learned now is of a server at least as new as the
+		// one that answered the command (the older one is gone if it
+		// restarted): discount checks it below. Only an identity that
+		// could not be read leaves the yes in doubt; a dial during INFO
+		// that leaves the node stale again does not.
+		if !c.identify(ctx, i) && ok && err == nil && !c.ids.noInfo[i].Load() { // identity unreadable in time: it may be a restart
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 		}
 	}

@@ -26,8 +26,8 @@ type callGate interface {
 	// deadline (ctx): an error (a not-sent error) keeps the command from
 	// being sent. Its mark is handed to after.
 	before(ctx context.Context, i int) (mark uint64, err error)
-	// after runs once the command returned; it may turn a yes into one
-	// that does not count (still held on the node: undone).
+	// after runs once an acquisition's command returned; it may turn a
+	// yes into one that does not count (still held on the node: undone).
 	after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error)
 }
 
