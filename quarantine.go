@@ -318,9 +318,7 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 	for cur := c.ids.pub[i].Load(); int64(id.MaxTTL) > cur && !c.ids.pub[i].CompareAndSwap(cur, int64(id.MaxTTL)); cur = c.ids.pub[i].Load() {
 	}
 	if v.suspect {
-		if u := c.q.resolve(i, c.readMaxTTL(ctx, i)); !u.IsZero() {
-			v.until = u
-		}
+		c.resolveLater(i)
 	}
 	if !v.until.IsZero() && c.o.logger != nil {
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
@@ -439,6 +437,26 @@ func (c *Client) publish(ctx context.Context, i int) error {
 	for cur := c.ids.pub[i].Load(); want > cur && !c.ids.pub[i].CompareAndSwap(cur, want); cur = c.ids.pub[i].Load() {
 	}
 	return nil
+}
+
+// resolveLater reads the other nodes' TTL registers for suspect node i on
+// a goroutine of its own (Close waits for it), within the node timeout,
+// and then resolves its quarantine; the node stays discounted until then.
+// Read in the call that found the node suspect, a partitioned node's
+// timeout would hold that call past its deadline, so that the node never
+// got a command while it restarted.
+func (c *Client) resolveLater(i int) {
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), c.o.nodeTimeout)
+		defer cancel()
+		u := c.q.resolve(i, c.readMaxTTL(ctx, i))
+		if !u.IsZero() && c.o.logger != nil {
+			c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined for the deployment's longest TTL", slog.String("client", c.id),
+				slog.String("node", c.nodes[i].Addr()), slog.Duration("for", u.Sub(c.o.clock.Now())))
+		}
+	}()
 }
 
 // readMaxTTL reads the TTL register of every node but i, in parallel
