@@ -812,7 +812,7 @@ func goals(r *Results) []Goal {
 	return append(g, scaleGoals(r)...)
 }
 
-// scaleGoals are the goals of issue 11 (scale), each against go-redsync
+// scaleGoals are the scale goals, each against go-redsync
 // in the same run.
 func scaleGoals(r *Results) []Goal {
 	var g []Goal
