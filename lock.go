@@ -32,12 +32,13 @@ import (
 //	extending  the extension settles         held, or extending for the next one queued
 //	held       Release                       releasing
 //	extending  Release                       releasing once the extension settles (Release waits)
-//	releasing  handed to a local waiter      passed
-//	releasing  deleted on the nodes          ended (ErrReleased)
+//	releasing  nothing in flight             ended (ErrReleased), then deleted on the nodes
+//	ended      its successor handed on       passed (a new Lock holds it; nothing deleted)
 //	held, extending, releasing  loss         ended (the cause; Release still cleans up)
 //
 // Extensions (Extend, watchdog renewals) run one at a time per Lock, in
-// call order. Before one is sent the deadline is pulled in to what it
+// call order, and their calls to each node go out in order (see order).
+// Before one is sent the deadline is pulled in to what it
 // would set, if that is earlier: its PEXPIRE may shorten the keys on some
 // nodes whatever the round's outcome. The deadline is moved later only
 // when the round reached the quorum. So the deadline the Lock keeps is
