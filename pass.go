@@ -27,14 +27,14 @@ func (c *Client) Stats() Stats {
 	return Stats{Handoff: c.hub.Stats(), Quarantine: c.quarantineStats(), Drift: c.driftStats()}
 }
 
-// Release hands a Lock to the head of this Client's local queue for its
-// key (see Lock.beginRelease for when) as a new Lock with the same owner
-// value and deadline, with no round trip to the nodes: the lock stays held
-// on the quorum, and only its holder inside this process changes. Only a
-// single key, without fencing (every holder gets its own token), fewer
-// than WithLocalHandoff passes in a row (so that other processes get
-// their turn), and a waiter whose request fits (fits).
-
+// Local hand-off: Release passes a lock to the head of this Client's
+// local queue for its key (see Lock.beginRelease for when) as a new Lock
+// with the same owner value and deadline, with no round trip to the nodes:
+// the lock stays held on the quorum, and only its holder inside this
+// process changes. Only a single key, without fencing (every holder gets
+// its own token), fewer than WithLocalHandoff passes in a row (so that
+// other processes get their turn), and a waiter whose request fits.
+//
 // fits reports whether a waiter's request may take l: the same mode, more
 // than the minimum validity left and, for a fixed TTL, at least half of
 // the TTL it asked for. Called by the Hub with its lock held.
