@@ -17,6 +17,7 @@ type request struct {
 	watchdog bool
 	retry    bool
 	begin    time.Time
+	hold     string // a reentrant entry: the hold it enters (types.go)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -44,10 +45,18 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if err := r.o.validate(); err != nil {
 		return nil, err
 	}
+	if err := r.checkKind(keys, c.o.fencing); err != nil {
+		return nil, err
+	}
 	if err := c.checkKeys(keys, r.o.fencing); err != nil {
 		return nil, err
 	}
 	r.keys = append([]string(nil), keys...)
+	if p := LockFrom(ctx); p != nil && p.c == c {
+		if err := r.enter(p); err != nil {
+			return nil, err
+		}
+	}
 	if r.watchdog = ttl == Watchdog; r.watchdog {
 		r.ttl = c.o.lease
 	}
@@ -59,6 +68,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	r.begin = c.o.clock.Now()
 	ev := c.acquireEntered(ctx, r)
+	ev.kind = r.o.kind.of()
 	c.exit()
 	c.report(ctx, ev)
 	return ev.lock, ev.err
@@ -72,7 +82,7 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 		return c.failed(r, 0, result{cause: err})
 	}
 	if r.retry && len(r.keys) == 1 {
-		return c.queued(ctx, r)
+		return c.queued(ctx, r, r.queue())
 	}
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
@@ -98,11 +108,11 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 //
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
-func (c *Client) queued(ctx context.Context, r request) outcome {
+func (c *Client) queued(ctx context.Context, r request, queue string) outcome {
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
-	if !c.hub.Queued(r.keys[0]) {
+	if !c.hub.Queued(queue) {
 		n = 1
 		var err error
 		res, err = c.attemptN(ctx, r, n)
@@ -116,7 +126,7 @@ func (c *Client) queued(ctx context.Context, r request) outcome {
 		}
 		idle, d = 1, c.backoff(&r.o, 1)
 	}
-	t := c.hub.EnterWant(r.keys[0], r)
+	t := c.hub.EnterWant(queue, r)
 	defer t.Leave()
 	for {
 		woken, err := t.Wait(ctx, d)
@@ -150,30 +160,51 @@ func (c *Client) queued(ctx context.Context, r request) outcome {
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
-// else the failed round, undone.
+// else the failed round, undone. A semaphore's attempt tries its permits
+// one round each, from a random one, until one is won.
 func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
-	a, out, err := c.try(ctx, r.keys, r.ttl, r.o.fencing)
+	if r.o.kind.k != KindSemaphore {
+		return c.attemptKeys(ctx, r, r.keys, n)
+	}
+	from := c.permitFrom(r.o.kind.permits)
+	var res result
+	for j := 0; j < r.o.kind.permits; j++ {
+		var err error
+		key := PermitKey(r.keys[0], (from+j)%r.o.kind.permits)
+		if res, err = c.attemptKeys(ctx, r, []string{key}, n); err != nil || res.lock != nil || res.cause != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// attemptKeys makes attempt n of r on keys.
+func (c *Client) attemptKeys(ctx context.Context, r request, keys []string, n int) (result, error) {
+	a, out, err := c.try(ctx, &r, keys)
 	if err != nil {
 		return result{}, err
 	}
 	res := result{owner: a.owner, out: out, cause: out.Err}
+	if res.cause == nil && !out.Reached {
+		res.cause = wrongType(out) // not retried: nothing was written
+	}
 	if r.o.fencing && out.Reached && res.cause == nil {
-		a.token, res.out = c.fence(ctx, r.keys, r.ttl, a, out)
+		a.token, res.out = c.fence(ctx, keys, r.ttl, a, out)
 	}
 	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {
 		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
 	}
 	if res.out.Reached && res.cause == nil && res.validity > c.o.minValidity {
-		res.lock = c.newLock(r, a, out)
-		res.ev = outcome{op: opAcquire, keys: r.keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
+		res.lock = c.newLock(r, keys, a, out)
+		res.ev = outcome{op: opAcquire, keys: keys, owner: a.owner, lock: res.lock, begin: r.begin, attempts: n, round: out,
 			left: res.lock.Remaining()}
 		return res, nil
 	}
 	if res.cause == nil {
 		res.cause = ctx.Err()
 	}
-	c.undo(ctx, r.keys, r.ttl, a)
+	c.undo(ctx, keys, r.ttl, a)
 	return res, nil
 }
 

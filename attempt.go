@@ -31,19 +31,23 @@ type attempt struct {
 	fences []string  // the keys' fence registers (WithFencing), else nil
 }
 
-// try sends one acquisition of keys for ttl to every node under a fresh
+// try sends one acquisition of r on keys to every node under a fresh
 // owner value and returns the attempt with its round's outcome at the
 // decision.
-func (c *Client) try(ctx context.Context, keys []string, ttl time.Duration, fencing bool) (*attempt, quorum.Outcome, error) {
+func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, quorum.Outcome, error) {
 	owner, err := c.newOwner()
 	if err != nil {
 		return nil, quorum.Outcome{}, err
 	}
+	ttl := r.ttl
 	a := &attempt{owner: owner}
 	cmd := node.LockNew(keys, owner, ttl)
 	again := cmd // for nodes whose client may send it twice: says yes where our value is
 	switch {
-	case fencing:
+	case r.o.kind.typed():
+		cmd = r.typedCmd(keys[0], owner)
+		again = cmd
+	case r.o.fencing:
 		a.fences = fenceKeys(keys)
 		cmd = node.LockFenced(keys, a.fences, owner, ttl, fenceTTL(ttl))
 		again = cmd

@@ -58,6 +58,9 @@ type Lock struct {
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
 	passes   int           // times the hold was passed on inside this Client in a row (passOn)
 	order    *order        // the hold's extension calls, in order per node; shared with successors
+	kind     kind          // the lock's type (types.go)
+	name     string        // the key the call asked for (a semaphore's name; else keys[0])
+	hold     string        // reentrant: the hold's name on the nodes (its first entry's owner value)
 
 	mu        sync.Mutex
 	phase     phase
@@ -94,9 +97,13 @@ const (
 // after Release.
 var ErrReleased = errors.New("redlock: lock released")
 
-func (c *Client) newLock(r request, a *attempt, out quorum.Outcome) *Lock {
-	l := &Lock{c: c, keys: r.keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
-		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true}
+func (c *Client) newLock(r request, keys []string, a *attempt, out quorum.Outcome) *Lock {
+	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
+		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
+		kind: r.o.kind, name: r.keys[0], hold: r.hold}
+	if l.kind.k == KindReentrant && l.hold == "" {
+		l.hold = a.owner
+	}
 	l.setVotes(out.Votes)
 	if r.watchdog {
 		l.mu.Lock()
@@ -660,7 +667,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // must be held.
 func (l *Lock) successor() *Lock {
 	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, order: l.order, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
-		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true}
+		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, kind: l.kind, name: l.name, hold: l.hold}
 	n.setVotes(l.votes)
 	return n
 }

@@ -81,6 +81,10 @@ type Event struct {
 	// failed.
 	Lock *Lock
 
+	// Kind is the lock's type (KindPlain unless the call asked for
+	// another).
+	Kind Kind
+
 	// Passed: the lock went from the releasing waiter to the acquiring
 	// one inside this Client, with no round trip to the nodes (see
 	// WithLocalHandoff); Nodes then are the answers of the acquisition
@@ -111,6 +115,7 @@ type outcome struct {
 	err      error
 	left     time.Duration
 	passed   bool
+	kind     Kind // of a failed acquisition (else the Lock's)
 }
 
 // reportLater reports evs in order on a goroutine of their own, one at a
@@ -158,6 +163,11 @@ type events struct {
 // report logs o and hands it to the observers, on the caller's goroutine.
 func (c *Client) report(ctx context.Context, o outcome) {
 	elapsed := c.o.clock.Now().Sub(o.begin)
+	if o.lock != nil {
+		o.kind = o.lock.kind.of()
+	} else if o.kind == "" {
+		o.kind = KindPlain
+	}
 	if lg := c.o.logger; lg != nil {
 		level, msg := o.level()
 		if lg.Enabled(ctx, level) {
@@ -176,6 +186,9 @@ func (c *Client) report(ctx context.Context, o outcome) {
 			if o.passed {
 				attrs = append(attrs, slog.Bool("passed", true))
 			}
+			if o.kind != KindPlain {
+				attrs = append(attrs, slog.String("kind", string(o.kind)))
+			}
 			if o.lock != nil && o.lock.token != 0 {
 				attrs = append(attrs, slog.Int64("token", o.lock.token))
 			}
@@ -189,7 +202,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 		return
 	}
 	e := Event{Context: ctx, Op: o.op.pub(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
-		Passed: o.passed}
+		Passed: o.passed, Kind: o.kind}
 	if qe, ok := o.err.(*QuorumError); ok {
 		e.Nodes = qe.Nodes
 	} else if o.round.Votes != nil {

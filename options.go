@@ -131,6 +131,7 @@ type callOptions struct {
 	retryMax    time.Duration
 	maxAttempts int
 	maxHold     time.Duration
+	kind        kind // the lock type (types.go); per call only
 }
 
 // validate checks what a call may set; New and every call with
@@ -274,6 +275,9 @@ func WithNodeObserver(fn func(NodeEvent)) Option {
 func (o *options) validate(n int) error {
 	if err := o.callOptions.validate(); err != nil {
 		return err
+	}
+	if o.kind.n > 0 {
+		return invalid("a lock type (%s) is an option of a call, not of the Client", o.kind.k)
 	}
 	switch {
 	case o.nodeTimeout < 0:

@@ -40,8 +40,8 @@ func (c *Client) Stats() Stats {
 // the TTL it asked for. Called by the Hub with its lock held.
 func (l *Lock) fits(v any) bool {
 	r, ok := v.(request)
-	if !ok || r.watchdog != l.watchdog || r.o.fencing {
-		return false // a fenced waiter needs a token of its own
+	if !ok || r.watchdog != l.watchdog || r.o.fencing || r.o.kind != l.kind {
+		return false // a fenced waiter needs a token of its own; a permit fits the same semaphore
 	}
 	left := l.Remaining()
 	if l.watchdog {

@@ -42,13 +42,13 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: release %q: %w: the lock stays until its TTL", ErrNotHeld, l.keys, ErrClosed)
 	}
 	begin := c.o.clock.Now()
-	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.token == 0 && c.hub.Queued(l.keys[0])
+	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.token == 0 && l.handsOn() && c.hub.Queued(l.waitKey())
 	left, ttl, again, lost, next := l.beginRelease(handOn)
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
 	switch {
 	case again:
 		o.err = fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
-	case next != nil && c.hub.Offer(l.keys[0], next, next.fits, c.releaseUntaken):
+	case next != nil && c.hub.Offer(l.waitKey(), next, next.fits, c.releaseUntaken):
 		l.markPassed()
 		o.passed = true
 	default:
@@ -69,11 +69,11 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 	for i := range c.nodes { // before Release can return: see releases
 		c.rel.add(i, l.keys, q)
 	}
-	announce := node.Release(l.keys, l.owner, true) // wakes the waiters (package handoff)
-	var plain *node.Cmd                             // for nodes that do not announce (cluster)
+	announce := l.releaseCmd(true) // wakes the waiters (package handoff)
+	var plain *node.Cmd            // for nodes that do not announce (cluster)
 	for _, n := range c.nodes {
 		if !n.Announces() {
-			plain = node.Release(l.keys, l.owner, false)
+			plain = l.releaseCmd(false)
 			break
 		}
 	}
@@ -91,7 +91,7 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
 		// Wake this Client's next waiter now; after the last pass allowed
 		// in a row it waits for the nodes' notification like everyone else.
-		c.hub.ReleasedOwner(l.keys[0], l.owner)
+		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	}
 	switch {
 	case lost != nil:

@@ -1,12 +1,13 @@
--- Extend: reset the TTL of KEYS only if every one still holds our owner value.
+-- Extend: reset the TTL of KEYS only if every one still holds our owner
+-- value (a plain lock's value or a typed lock's entry: see typed.lua).
 -- ARGV[1] owner value, ARGV[2] TTL in milliseconds.
 -- Never creates a key: an expired or stolen lock stays lost.
 for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) ~= ARGV[1] then
+  if not holds(KEYS[i], ARGV[1]) then
     return 0
   end
 end
 for i = 1, #KEYS do
-  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+  renew(KEYS[i], ARGV[1], ARGV[2])
 end
 return 1

@@ -2,22 +2,22 @@
 -- renewals of one Client, batched). KEYS are the locks' keys one lock after
 -- another; ARGV holds, per lock, how many keys it has, its owner value and
 -- its TTL in milliseconds. A lock's TTLs are reset only if every one of its
--- keys still holds its owner value; a key is never created. Returns one
--- 1 or 0 per lock, in order.
+-- keys still holds its owner value (see typed.lua); a key is never
+-- created. Returns one 1 or 0 per lock, in order.
 local out = {}
 local k = 1
 for a = 1, #ARGV, 3 do
   local n, owner, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
   local ok = 1
   for i = k, k + n - 1 do
-    if redis.call('GET', KEYS[i]) ~= owner then
+    if not holds(KEYS[i], owner) then
       ok = 0
       break
     end
   end
   if ok == 1 then
     for i = k, k + n - 1 do
-      redis.call('PEXPIRE', KEYS[i], ttl)
+      renew(KEYS[i], owner, ttl)
     end
   end
   out[#out + 1] = ok

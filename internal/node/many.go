@@ -13,7 +13,8 @@ import (
 
 var (
 	//go:embed extend_many.lua
-	extendManySrc    string
+	extendManyBody   string
+	extendManySrc    = typedLib + extendManyBody
 	extendManyScript = redis.NewScript(extendManySrc)
 )
 

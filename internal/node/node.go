@@ -20,13 +20,24 @@ var (
 	//go:embed lock.lua
 	lockSrc string
 	//go:embed extend.lua
-	extendSrc string
+	extendBody string
 	//go:embed release.lua
-	releaseSrc string
+	releaseBody string
 	//go:embed lock_fenced.lua
 	lockFencedSrc string
+	//go:embed typed.lua
+	typedLib string
+	//go:embed typed_lock.lua
+	typedLockBody string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
+)
+
+// Scripts that may meet a typed lock start with typed.lua's functions.
+var (
+	extendSrc    = typedLib + extendBody
+	releaseSrc   = typedLib + releaseBody
+	typedLockSrc = typedLib + typedLockBody
 )
 
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
@@ -35,6 +46,7 @@ var (
 	lockScript    = redis.NewScript(lockSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
+	typedScript   = redis.NewScript(typedLockSrc)
 	fencedScript  = redis.NewScript(lockFencedSrc)
 	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
@@ -164,6 +176,41 @@ func Release(keys []string, value string, announce bool) *Cmd {
 	c := scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
 	c.late = true
 	return c
+}
+
+// ReleaseAnnouncing is Release of one key that announces its release on
+// handoff.Channel(as) instead of the key's own channel (a semaphore's
+// permit is announced on the semaphore's channel).
+func ReleaseAnnouncing(key, value, as string) *Cmd {
+	c := scriptCmd(releaseScript, releaseSrc, []string{key}, 1, value, handoff.Prefix, as)
+	c.late = true
+	return c
+}
+
+// Typed lock modes (TypedLock).
+const (
+	Reentrant = "reentrant"
+	Read      = "read"
+	Write     = "write"
+)
+
+// TypedLock acquires a reentrant or read-write lock (typed_lock.lua) on
+// key for value with ttl. mode is Reentrant, Read or Write. hold is, for
+// Reentrant, the hold to enter (value itself for a new hold); intent, for
+// Write, how long a refused writer keeps new readers out. A key of
+// another type gets an error reply starting with REDLOCKTYPE.
+func TypedLock(key, value string, ttl time.Duration, mode, hold string, intent time.Duration) *Cmd {
+	return scriptCmd(typedScript, typedLockSrc, []string{key}, 1, value, ttl.Milliseconds(), mode, hold, intent.Milliseconds())
+}
+
+// IsWrongType reports a node's refusal of a typed lock on a key of
+// another type (or of a plain lock on a typed key's script path).
+func IsWrongType(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	return strings.HasPrefix(s, "REDLOCKTYPE") || strings.HasPrefix(s, "WRONGTYPE")
 }
 
 // Announces reports whether releases on this node are announced: not on a
