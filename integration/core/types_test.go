@@ -304,11 +304,23 @@ func TestTypeOptionsRefusedBeforeTraffic(t *testing.T) {
 	c, _ := setup(t, 3)
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
-		"zero permits":  func() error { _, err := c.TryLock(ctx, "k", time.Second, redlock.Permits(0)); return err },
-		"two types":     func() error { _, err := c.TryLock(ctx, "k", time.Second, redlock.ReadLock(), redlock.Reentrant()); return err },
-		"several keys":  func() error { _, err := c.TryLockKeys(ctx, []string{"a", "b"}, time.Second, redlock.WriteLock()); return err },
-		"fenced typed":  func() error { _, err := c.TryLock(ctx, "k", time.Second, redlock.ReadLock(), redlock.WithFencing()); return err },
-		"type on a New": func() error { _, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:1"}, redlock.ReadLock()); return err },
+		"zero permits": func() error { _, err := c.TryLock(ctx, "k", time.Second, redlock.Permits(0)); return err },
+		"two types": func() error {
+			_, err := c.TryLock(ctx, "k", time.Second, redlock.ReadLock(), redlock.Reentrant())
+			return err
+		},
+		"several keys": func() error {
+			_, err := c.TryLockKeys(ctx, []string{"a", "b"}, time.Second, redlock.WriteLock())
+			return err
+		},
+		"fenced typed": func() error {
+			_, err := c.TryLock(ctx, "k", time.Second, redlock.ReadLock(), redlock.WithFencing())
+			return err
+		},
+		"type on a New": func() error {
+			_, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:1"}, redlock.ReadLock())
+			return err
+		},
 	} {
 		if err := call(); !errors.Is(err, redlock.ErrInvalidArgument) {
 			t.Errorf("%s: err = %v, want ErrInvalidArgument", name, err)
