@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
@@ -17,7 +18,8 @@ type request struct {
 	watchdog bool
 	retry    bool
 	begin    time.Time
-	hold     string // a reentrant entry: the hold it enters (types.go)
+	hold     string      // a reentrant entry: the hold it enters (types.go)
+	waiter   node.Waiter // a queued fair waiter (fair.go)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -108,11 +110,12 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 //
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
-func (c *Client) queued(ctx context.Context, r request, queue string) outcome {
+func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcome) {
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
-	if !c.hub.Queued(queue) {
+	fair := r.o.kind.k == KindFair
+	if !fair && !c.hub.Queued(queue) {
 		n = 1
 		var err error
 		res, err = c.attemptN(ctx, r, n)
@@ -126,7 +129,17 @@ func (c *Client) queued(ctx context.Context, r request, queue string) outcome {
 		}
 		idle, d = 1, c.backoff(&r.o, 1)
 	}
-	t := c.hub.EnterWant(queue, r)
+	var t *handoff.Turn
+	if fair {
+		var leave func(*Lock)
+		var err error
+		if t, leave, err = c.fairEnter(ctx, &r, queue); err != nil {
+			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, attempts: 1, err: err}
+		}
+		defer func() { leave(ev.lock) }()
+	} else {
+		t = c.hub.EnterWant(queue, r)
+	}
 	defer t.Leave()
 	for {
 		woken, err := t.Wait(ctx, d)

@@ -47,6 +47,9 @@ func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, 
 	case r.o.kind.typed():
 		cmd = r.typedCmd(keys[0], owner)
 		again = cmd
+	case r.o.kind.k == KindFair:
+		cmd = c.fairCmd(r, owner)
+		again = cmd
 	case r.o.fencing:
 		a.fences = fenceKeys(keys)
 		cmd = node.LockFenced(keys, a.fences, owner, ttl, fenceTTL(ttl))

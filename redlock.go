@@ -93,6 +93,7 @@ type Client struct {
 	renewer renewer      // watchdog renewals due, sent in batches
 	events  events       // events of background work, reported in order (reportLater)
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
+	fair    fairQueues   // this Client's fair waiters, per key
 	gates   []gate       // what may discount a node's vote (see votes.go); fixed by New
 	// countsFn is quorum.Config.Counts over gates; nil when there are none.
 	countsFn func(int) bool

@@ -229,8 +229,9 @@ func (l *Lock) waitKey() string {
 
 // handsOn reports whether l's type may be passed to a local waiter: a
 // plain lock or a semaphore's permit (the typed locks' entries are not
-// passed: each has its own owner value on the nodes).
-func (l *Lock) handsOn() bool { return !l.kind.typed() }
+// passed: each has its own owner value on the nodes; a fair lock goes to
+// the next ticket, which may be remote).
+func (l *Lock) handsOn() bool { return l.kind.k == "" || l.kind.k == KindSemaphore }
 
 // releaseCmd deletes l on a node, announcing it (for the waiters of
 // package handoff) or not.
