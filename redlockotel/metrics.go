@@ -29,7 +29,8 @@
 // redlock.outcome is, for acquisitions: acquired; held (enough nodes said
 // no: someone else holds the key); unavailable (too few nodes answered);
 // validity_expired (a quorum answered, too late to use); canceled or
-// deadline (the caller's ctx ended the call). For renewals: extended,
+// deadline (the caller's ctx ended the call); wrong_type (a typed lock on a
+// key of another type: see redlock.ErrWrongType). For renewals: extended,
 // not_extended (nodes failed; the lock stays valid to its deadline), lost,
 // not_held (released before), canceled. For releases: released, not_held.
 //

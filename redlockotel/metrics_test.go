@@ -75,6 +75,7 @@ func TestOutcome(t *testing.T) {
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.Canceled, 2, nil)}, "canceled"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 2, nodes("no", "no", "no"))}, "deadline"},
 		{redlock.Event{Op: "acquire", Err: errors.New("boom")}, "error"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, fmt.Errorf("%w: node", redlock.ErrWrongType), 2, nodes("error", "error", "error"))}, "wrong_type"},
 		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrLockLost, nil, 2, nodes("no", "no", "yes"))}, "lost"},
 		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, nil, 2, nodes("yes", "timeout", "timeout"))}, "not_extended"},
 		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, context.Canceled, 2, nodes("yes", "canceled", "canceled"))}, "canceled"},

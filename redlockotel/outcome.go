@@ -9,7 +9,7 @@ import (
 
 // outcomes lists every value Outcome returns.
 var outcomes = []string{"acquired", "held", "unavailable", "validity_expired", "canceled", "deadline",
-	"extended", "not_extended", "max_hold", "lost", "not_held", "released", "ok", "error"}
+	"extended", "not_extended", "max_hold", "lost", "not_held", "released", "ok", "error", "wrong_type"}
 
 // Outcome classifies an event as the redlock.outcome attribute does (see
 // the package documentation). Unknown errors give "error".
@@ -32,6 +32,8 @@ func Outcome(e redlock.Event) string {
 		switch {
 		case !isQE:
 			return "error"
+		case errors.Is(qe.Cause, redlock.ErrWrongType):
+			return "wrong_type"
 		case errors.Is(qe.Cause, context.Canceled):
 			return "canceled"
 		case qe.Cause != nil:

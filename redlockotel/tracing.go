@@ -23,6 +23,7 @@ const (
 	KeyRemaining  = attribute.Key("redlock.remaining_ms")
 	KeyPassed     = attribute.Key("redlock.passed")
 	KeyToken      = attribute.Key("redlock.token")
+	KeyKind       = attribute.Key("redlock.kind") // the lock's type, when not plain
 	KeyVote       = attribute.Key("redlock.node.vote")
 	KeyLatency    = attribute.Key("redlock.node.latency_ms")
 	KeyNodeError  = attribute.Key("redlock.node.error")
@@ -128,6 +129,9 @@ func spanAttrs(e redlock.Event) []attribute.KeyValue {
 	}
 	if tok := e.Lock.Token(); tok != 0 {
 		kv = append(kv, KeyToken.Int64(tok))
+	}
+	if e.Kind != "" && e.Kind != redlock.KindPlain {
+		kv = append(kv, KeyKind.String(string(e.Kind)))
 	}
 	return kv
 }

@@ -45,7 +45,7 @@ func TestTracerSpans(t *testing.T) {
 		Elapsed: 1500 * time.Millisecond, Remaining: 9 * time.Second, Nodes: res})
 	held := qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "no"))
 	tr.Observe(redlock.Event{Context: ctx, Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 1, Err: held, Nodes: held.Nodes})
-	tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpRenew, Keys: []string{"a", "b"}, Attempts: 1,
+	tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpRenew, Keys: []string{"a", "b"}, Attempts: 1, Kind: redlock.KindRead,
 		Remaining: time.Second, Nodes: nodes("yes", "yes", "yes")})
 	tr.Observe(redlock.Event{Op: redlock.OpLost, Keys: []string{"k"}, Err: redlock.ErrLockLost}) // nil Context
 	parent.End()
@@ -86,7 +86,7 @@ func TestTracerSpans(t *testing.T) {
 			t.Errorf("acquire span: %s = %v, want %v", k, a[k].Emit(), v.Emit())
 		}
 	}
-	for _, k := range []attribute.Key{KeyNeed, KeyToken, KeyKeys} {
+	for _, k := range []attribute.Key{KeyNeed, KeyToken, KeyKeys, KeyKind} {
 		if _, has := a[k]; has {
 			t.Errorf("acquire span has %s", k)
 		}
@@ -121,8 +121,8 @@ func TestTracerSpans(t *testing.T) {
 	if failed.Status().Code != codes.Error || failed.Status().Description != held.Error() {
 		t.Errorf("failed acquire status %v", failed.Status())
 	}
-	if r := attrMap(renew.Attributes()); len(r[KeyKeys].AsStringSlice()) != 2 {
-		t.Errorf("renew span keys: %v", r[KeyKeys].Emit())
+	if r := attrMap(renew.Attributes()); len(r[KeyKeys].AsStringSlice()) != 2 || r[KeyKind].AsString() != "read" {
+		t.Errorf("renew span keys %v, kind %v", r[KeyKeys].Emit(), r[KeyKind].Emit())
 	}
 	if l := attrMap(lost.Attributes()); lost.Status().Code != codes.Error || len(lost.Events()) != 0 || l[KeyAttempts].Type() != attribute.INVALID {
 		t.Errorf("lost span: status %v, %d events, attrs %v", lost.Status(), len(lost.Events()), lost.Attributes())
