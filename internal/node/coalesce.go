@@ -256,10 +256,8 @@ func (n *Node) send(b []*pending) {
 		_, _ = p.Exec(ctx)
 		ownReplies(b)
 	}
+	n.retryLate(b)
 	for _, p := range b {
-		if p.late {
-			n.retryLate(p)
-		}
 		close(p.done)
 	}
 }
@@ -285,14 +283,35 @@ func ownReplies(b []*pending) {
 	}
 }
 
-// retryLate sends a late release again as EVAL if the node did not know
-// its script (its caller, gone, cannot).
-func (n *Node) retryLate(p *pending) {
-	if err := p.cmd.Err(); err == nil || p.src == "" || !isNoScript(err) {
+// retryLate sends the late releases of batch b that the node refused for
+// not knowing their script (their callers, gone, cannot) again as EVAL,
+// all in one pipeline: after a restart a whole batch of them gets NOSCRIPT,
+// and one round trip each would hold this node's queue (and Close) for as
+// many node timeouts when the node is slow.
+func (n *Node) retryLate(b []*pending) {
+	var again []*redis.Cmd
+	var budget time.Duration
+	for _, p := range b {
+		if err := p.cmd.Err(); !p.late || err == nil || p.src == "" || !isNoScript(err) {
+			continue
+		}
+		cmd := redis.NewCmd(context.Background(), append([]interface{}{"eval", p.src}, p.cmd.Args()[2:]...)...)
+		cmd.SetFirstKeyPos(3)
+		again = append(again, cmd)
+		budget = max(budget, p.budget)
+	}
+	if len(again) == 0 {
 		return
 	}
-	args := p.cmd.Args()
-	ctx, cancel := context.WithTimeout(context.Background(), p.budget)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	_ = n.process(ctx, append([]interface{}{"eval", p.src}, args[2:]...), 3)
+	if len(again) == 1 {
+		_ = n.client.Process(ctx, again[0])
+		return
+	}
+	p := n.client.Pipeline()
+	for _, cmd := range again {
+		_ = p.Process(ctx, cmd)
+	}
+	_, _ = p.Exec(ctx)
 }

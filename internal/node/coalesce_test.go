@@ -197,3 +197,77 @@ func TestCoalesceOnlyPlainClients(t *testing.T) {
 		t.Error("cluster client coalesces")
 	}
 }
+
+// counter is a go-redis hook that counts the EVAL commands a client sends
+// alone and in pipelines.
+type counter struct {
+	mu              sync.Mutex
+	alone, piped, n int // EVALs sent alone, in pipelines; pipelines with one
+}
+
+func (h *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if cmd.Name() == "eval" {
+			h.mu.Lock()
+			h.alone++
+			h.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		k := 0
+		for _, c := range cmds {
+			if c.Name() == "eval" {
+				k++
+			}
+		}
+		h.mu.Lock()
+		h.piped += k
+		if k > 0 {
+			h.n++
+		}
+		h.mu.Unlock()
+		return next(ctx, cmds)
+	}
+}
+
+// Late releases that the node refuses for not knowing their script (after
+// a restart) go out again as EVAL in one pipeline, not one round trip each.
+func TestCoalesceLateNoScriptOnePipeline(t *testing.T) {
+	a := newAnswering(t)
+	c := redis.NewClient(&redis.Options{Addr: a.ln.Addr().String(), ContextTimeoutEnabled: true,
+		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	h := &counter{}
+	c.AddHook(h)
+	track := new(sync.WaitGroup)
+	n := New(c, track)
+	n.Coalesce(true)
+	inflight := inFlight(n, 10*time.Second)
+	errs := queue(n, func(i int) *Cmd { return Release([]string{fmt.Sprintf("noscript%d", i)}, "v", false) })
+	for i, err := range errs {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("release %d: %v, want its caller gone at its deadline", i, err)
+		}
+	}
+	close(a.gate)
+	<-inflight
+	track.Wait()
+	_ = c.Close()
+	_ = a.ln.Close()
+	a.wg.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.alone != 0 || h.piped != len(errs) || h.n != 1 {
+		t.Errorf("EVALs sent alone %d, in pipelines %d (%d pipelines); want all %d in one", h.alone, h.piped, h.n, len(errs))
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for i := range errs {
+		if k := a.got[fmt.Sprintf("eval noscript%d", i)]; k != 1 {
+			t.Errorf("EVAL of noscript%d received %d times, want 1", i, k)
+		}
+	}
+}
