@@ -217,3 +217,50 @@ func ExampleFenceKey() {
 	// {stock:sku-42}:fence
 	// {user:7}:cart:fence
 }
+
+// A reentrant hold entered again by code that runs under it: the ctx
+// carries the hold's Lock, so the inner call does not wait for itself.
+func ExampleReentrant() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	outer, err := c.Lock(ctx, "account:7", 10*time.Second, redlock.Reentrant())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer outer.Release(ctx)
+	inner, err := c.Lock(redlock.WithLock(ctx, outer), "account:7", 10*time.Second, redlock.Reentrant())
+	if err != nil {
+		log.Fatal(err) // matches ErrLockLost as cause once the hold is lost
+	}
+	defer inner.Release(ctx)
+}
+
+// Readers share the key; a writer holds it alone.
+func ExampleReadLock() {
+	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	r, err := c.Lock(ctx, "config", 10*time.Second, redlock.ReadLock())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer r.Release(ctx)
+	if _, err := c.TryLock(redlock.WithLock(ctx, r), "config", 10*time.Second, redlock.WriteLock()); errors.Is(err, redlock.ErrHeldByCaller) {
+		fmt.Println("a reader cannot upgrade: release, then take the write lock")
+	}
+}
+
+func ExamplePermitKey() {
+	fmt.Println(redlock.PermitKey("settlement", 0))
+	fmt.Println(redlock.PermitKey("settlement", 2))
+	// Output:
+	// {settlement}:permit:0
+	// {settlement}:permit:2
+}
