@@ -39,20 +39,34 @@ local function settle(k, now)
   return n
 end
 
+-- plain returns true and k's value if k is a string or absent, false if
+-- it is a typed lock's hash. Any other error (an ACL refusing GET) is
+-- raised: a plain lock needs only GET, and a typed one never hides it.
+local function plain(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'table' and v['err'] then
+    if string.find(v['err'], 'WRONGTYPE', 1, true) then
+      return false
+    end
+    error(v)
+  end
+  return true, v
+end
+
 -- holds reports whether k holds owner: a plain lock's value, or a live
 -- entry of a typed lock.
 local function holds(k, owner)
-  local v = redis.pcall('GET', k)
-  if type(v) ~= 'table' then
+  local ok, v = plain(k)
+  if ok then
     return v == owner
   end
-  local e = redis.pcall('HGET', k, owner)
+  local e = redis.call('HGET', k, owner)
   return type(e) == 'string' and (tonumber(e) or 0) > now_ms()
 end
 
 -- renew resets the TTL of owner's hold of k (which holds it) to ttl ms.
 local function renew(k, owner, ttl)
-  if type(redis.pcall('GET', k)) ~= 'table' then
+  if plain(k) then
     redis.call('PEXPIRE', k, ttl)
     return
   end
@@ -64,7 +78,7 @@ end
 -- drop deletes owner's hold of k (which holds it). Returns whether k is
 -- gone (a typed lock may have other holders left).
 local function drop(k, owner)
-  if type(redis.pcall('GET', k)) ~= 'table' then
+  if plain(k) then
     redis.call('DEL', k)
     return true
   end
