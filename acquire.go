@@ -139,6 +139,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		defer func() { leave(ev.lock) }()
 	} else {
 		t = c.hub.EnterWant(queue, r)
+		defer c.leftRace(queue) // after Leave
 	}
 	defer t.Leave()
 	for {
@@ -154,12 +155,22 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 			res.cause = err
 			return c.failed(r, n, res)
 		}
+		if y := c.raceDelay(queue); y > 0 {
+			if res.cause = c.sleep(ctx, y); res.cause != nil {
+				return c.failed(r, n, res)
+			}
+		}
 		n++
 		if res, err = c.attemptN(ctx, r, n); err != nil {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		}
+		c.raced(queue, res.lock != nil, woken, res.out.Votes)
 		if res.lock != nil {
-			t.LeaveHolding()
+			if r.o.kind.shared() {
+				t.Leave() // the next local waiter may get in beside it: it tries now
+			} else {
+				t.LeaveHolding()
+			}
 			return res.ev
 		}
 		if n == r.o.maxAttempts || res.cause != nil {

@@ -90,7 +90,8 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 	}).Wait(context.Background())
 	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
 		// Wake this Client's next waiter now; after the last pass allowed
-		// in a row it waits for the nodes' notification like everyone else.
+		// in a row it waits for the nodes' notification like everyone
+		// else, and lets those that waited longer go first (see rivals).
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	}
 	switch {

@@ -116,6 +116,10 @@ func (k kind) of() Kind {
 	return k.k
 }
 
+// shared reports a type that other holders may hold beside this one: a
+// reader, a semaphore's permit.
+func (k kind) shared() bool { return k.k == KindRead || k.k == KindSemaphore }
+
 // typed reports a reentrant or read-write lock (a hash on the nodes).
 func (k kind) typed() bool { return k.k == KindReentrant || k.k == KindRead || k.k == KindWrite }
 
