@@ -94,7 +94,8 @@ func nodeNow(ctx context.Context, c *redis.Client) (int64, error) {
 
 // summarizeTyped is summarize for a reentrant or read-write lock: an entry
 // is held where a node keeps it live; the key is held by a quorum when
-// one of its entries is.
+// one of its entries is, and a leftover when it has live entries but none
+// on a quorum.
 func summarizeTyped(key, kind string, holds []NodeHold, quorum int) KeyReport {
 	r := KeyReport{Key: key, Kind: kind, Nodes: len(holds), Quorum: quorum, PerNode: holds, MinTTLms: -2}
 	entries := map[string]*EntryReport{}
@@ -137,7 +138,9 @@ func summarizeTyped(key, kind string, holds []NodeHold, quorum int) KeyReport {
 		r.Mode = mostCommon(modes)
 	}
 	r.QuorumHeld = r.Held >= quorum
-	r.Partial = !r.QuorumHeld
+	// No live entry: the key only waits out its TTL (a waiting writer's
+	// intent can outlive its readers), nobody holds it.
+	r.Partial = !r.QuorumHeld && len(r.Entries) > 0
 	return r
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,4 +108,26 @@ func mustLock(t *testing.T, c *redlock.Client, ctx context.Context, key string, 
 		t.Fatalf("%s: %v", key, err)
 	}
 	return l
+}
+
+// A typed lock's entry on fewer nodes than a quorum is a leftover; a key
+// with no live entry (a writer's intent outliving its readers) is free.
+func TestSummarizeTyped(t *testing.T) {
+	absent := NodeHold{TTLms: -2}
+	one := NodeHold{Kind: "rw", Mode: "read", TTLms: 900, Entries: map[string]int64{"c/1:a": 900}}
+	r := summarizeTyped("k", "rw", []NodeHold{one, absent, absent}, 2)
+	if !r.Partial || r.QuorumHeld || r.Held != 1 || len(r.Entries) != 1 || r.Entries[0].Client != "c/1" {
+		t.Errorf("an entry on 1 of 3 nodes: %+v", r)
+	}
+	idle := NodeHold{Kind: "rw", Mode: "read", TTLms: 500, IntentMs: 500, Entries: map[string]int64{}}
+	r = summarizeTyped("k", "rw", []NodeHold{idle, idle, idle}, 2)
+	if r.Partial || r.QuorumHeld || r.IntentMs != 500 || !strings.Contains(typedState(r), "free, a writer waits") {
+		t.Errorf("no live entry: %+v (%s)", r, typedState(r))
+	}
+	for k, want := range map[string]string{"{sem}:permit:2": "sem/2", "{a}b}:permit:1": "a}b/1", "x:permit:1": "", "{sem}:permit:01": "", "{sem}:permits": ""} {
+		sem, i, ok := permitOf(k)
+		if got := map[bool]string{true: sem + "/" + strconv.Itoa(i)}[ok]; got != want {
+			t.Errorf("permitOf(%q) = %q, want %q", k, got, want)
+		}
+	}
 }
