@@ -70,7 +70,11 @@ type Results struct {
 	Scaling     map[int]map[string]Stat      `json:"independent_keys_by_goroutines,omitempty"`
 	Allocs      map[string]AllocStat         `json:"allocs_5_nodes"`
 	Watchdog    map[int]map[string]WatchStat `json:"watchdog_cost_by_locks,omitempty"`
-	Goals       []Goal                       `json:"goals,omitempty"`
+	// The lock types: uncontended per type (typeLabels), and the
+	// read-mostly hot key with the read-write lock ("rw") and the plain one.
+	TypesUncontended map[string]Stat    `json:"types_uncontended,omitempty"`
+	ReadMostly       map[string]MixStat `json:"types_read_mostly,omitempty"`
+	Goals            []Goal             `json:"goals,omitempty"`
 	// Seconds is the time each scenario took (summed over the runs).
 	Seconds map[string]float64 `json:"seconds_by_scenario,omitempty"`
 	Runs    []*Results         `json:"runs,omitempty"`
@@ -95,6 +99,7 @@ type benchCfg struct {
 	slowIters   map[string]int // redsync caps per slow scenario (per run)
 	contention  time.Duration  // hot key, in one process and across processes
 	independent time.Duration
+	mix         time.Duration // each run of the lock types' read-mostly hot key
 	scaling     time.Duration // per contender and goroutine count
 	scalingG    []int         // goroutine counts of the scaling scenario
 	ns          []int
@@ -106,7 +111,7 @@ type benchCfg struct {
 }
 
 // scenarios are the names --only accepts, in the order they run.
-var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "scaling", "allocs", "watchdog"}
+var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "scaling", "allocs", "watchdog", "types"}
 
 func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[name] }
 
@@ -120,12 +125,12 @@ func benchCmd(fs *flag.FlagSet) runner {
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
 	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
 	return func(_ []string, out, errOut io.Writer) error {
-		cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, ns: []int{1, 3, 5, 7, 9},
+		cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, mix: 5 * time.Second, ns: []int{1, 3, 5, 7, 9},
 			scaling: time.Second, scalingG: scalingGoroutines,
 			slowIters: map[string]int{"+2ms": 100, "+20ms": 20, "+200ms": 3, "frozen": 1}, procs: 3, procWorkers: 8,
 			watch: watchCfg{locks: []int{10, 1000, 10000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 3}
 		if *quick {
-			cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, ns: []int{1, 3, 5},
+			cfg = benchCfg{iters: 200, block: 50, contention: 1500 * time.Millisecond, independent: time.Second, mix: time.Second, ns: []int{1, 3, 5},
 				scaling: 200 * time.Millisecond, scalingG: scalingGoroutines,
 				slowIters: map[string]int{"+2ms": 30, "+20ms": 10, "+200ms": 2, "frozen": 1}, procs: 3, procWorkers: 8,
 				watch: watchCfg{locks: []int{10, 1000}, lease: watchLease, every: watchEvery, intervals: 1}, repeat: 1}
@@ -169,7 +174,7 @@ func benchCmd(fs *flag.FlagSet) runner {
 		for _, name := range scenarios {
 			if cfg.runs(name) {
 				steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "scaling": len(cfg.scalingG), "allocs": 1,
-					"watchdog": len(cfg.watch.locks)}[name]
+					"watchdog": len(cfg.watch.locks), "types": 2}[name]
 			}
 		}
 		p := &progress{w: errOut, total: steps * cfg.repeat}
@@ -349,6 +354,13 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			return nil, err
 		}
 	}
+	if cfg.runs("types") {
+		if err := timed("types", func() error {
+			return withNodes(5, func(_ []localNode, urls []string) error { return typesScenario(cfg, urls, res, p) })
+		}); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -417,6 +429,15 @@ func merge(runs []*Results) *Results {
 		for lib, ws := range group(ms) {
 			out.Watchdog[n][lib] = mergeWatch(ws)
 		}
+	}
+	if ts := each(runs, func(r *Results) map[string]Stat { return r.TypesUncontended }); len(group(ts)) > 0 {
+		out.TypesUncontended = mergeStats(ts)
+	}
+	for k, ms := range group(each(runs, func(r *Results) map[string]MixStat { return r.ReadMostly })) {
+		if out.ReadMostly == nil {
+			out.ReadMostly = map[string]MixStat{}
+		}
+		out.ReadMostly[k] = mergeMix(ms)
 	}
 	for _, r := range runs {
 		for k, v := range r.Seconds {
@@ -809,7 +830,8 @@ func goals(r *Results) []Goal {
 				fmt.Sprintf("%.2f, %s (go-redsync %.2f, %s)", p.ProcMinMax, joinInts(p.PerProcess), s.ProcMinMax, joinInts(s.PerProcess)),
 				p.ProcMinMax >= 0.8})
 	}
-	return append(g, scaleGoals(r)...)
+	g = append(g, scaleGoals(r)...)
+	return append(g, typesGoals(r)...)
 }
 
 // scaleGoals are the scale goals, each against go-redsync
@@ -970,6 +992,7 @@ func markdown(r *Results) string {
 	if len(r.Watchdog) > 0 {
 		b.WriteString("\n![script calls vs locks](watchdog_calls_vs_locks.png) ![CPU vs locks](watchdog_cpu_vs_locks.png)\n")
 	}
+	b.WriteString(typesTables(r))
 	if len(r.Goals) > 0 {
 		b.WriteString("\n### Goals\n\n| goal | figure | met |\n|---|---|---|\n")
 		for _, g := range r.Goals {

@@ -24,7 +24,13 @@ type NodeHold struct {
 	Node  string `json:"node"`
 	Owner string `json:"owner,omitempty"` // "" when the node does not hold the key
 	TTLms int64  `json:"ttl_ms"`          // -1: no TTL, -2: absent
-	Type  string `json:"type,omitempty"`  // set when the key is not a string
+	Type  string `json:"type,omitempty"`  // set when the key is not a string nor a typed lock
+	// A reentrant or read-write lock (a hash with a '#kind' field):
+	Kind     string           `json:"kind,omitempty"`      // "reentrant" or "rw"
+	Holder   string           `json:"holder,omitempty"`    // reentrant: the hold's name (its first entry's owner)
+	Mode     string           `json:"mode,omitempty"`      // rw: "read" or "write"
+	IntentMs int64            `json:"intent_ms,omitempty"` // rw: how long a refused writer still keeps new readers out
+	Entries  map[string]int64 `json:"entries,omitempty"`   // live entries: owner value -> ms left on the node's clock
 }
 
 // KeyReport is one lock key across the nodes.
@@ -42,8 +48,20 @@ type KeyReport struct {
 	// Fence is the highest fence register of the key on the nodes (see
 	// redlock.FenceKey): the token of the latest holder that took it
 	// with fencing; 0 if it never had one or the register expired.
-	Fence   int64      `json:"fence,omitempty"`
-	PerNode []NodeHold `json:"per_node"`
+	Fence int64 `json:"fence,omitempty"`
+	// Kind is the lock type: "" plain (or not a lock), "reentrant", "rw",
+	// "semaphore" (a permit key, redlock.PermitKey).
+	Kind string `json:"kind,omitempty"`
+	// Reentrant and rw: Owner is the reentrant hold's name; Held counts the
+	// nodes of the best-held entry.
+	Entries  []EntryReport `json:"entries,omitempty"`
+	Mode     string        `json:"mode,omitempty"`      // rw: "read" or "write"
+	IntentMs int64         `json:"intent_ms,omitempty"` // rw: a waiting writer keeps new readers out this long
+	// Semaphore: the permit's semaphore (the key given to Permits) and
+	// index.
+	Semaphore string     `json:"semaphore,omitempty"`
+	Permit    int        `json:"permit,omitempty"`
+	PerNode   []NodeHold `json:"per_node"`
 }
 
 // isFenceKey reports whether k is the fence register of a lock key
@@ -121,60 +139,86 @@ func inspectCmd(fs *flag.FlagSet) runner {
 	}
 }
 
-func inspect(ctx context.Context, clients []*redis.Client, urls []string, pattern string, quorum int) ([]KeyReport, error) {
+// scanKeys finds the keys matching pattern on any node, and the permit
+// keys of the semaphores whose names match it ("lock:*" finds
+// "{lock:sem}:permit:0"), each with a NodeHold per node to fill (absent
+// until read).
+func scanKeys(ctx context.Context, clients []*redis.Client, urls []string, pattern string) (map[string][]NodeHold, error) {
 	per := map[string][]NodeHold{}
 	for i, c := range clients {
-		var cursor uint64
-		for {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			keys, next, err := c.Scan(cctx, cursor, pattern, 1000).Result()
-			cancel()
-			if err != nil {
-				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
-			}
-			for _, k := range keys {
-				if isFenceKey(k) || k == node.MaxTTLKey { // not locks: a lock's fence register, the Clients' TTL register
-					continue
-				}
-				if _, ok := per[k]; !ok {
-					per[k] = make([]NodeHold, len(clients))
-					for j := range clients {
-						per[k][j] = NodeHold{Node: urls[j], TTLms: -2}
-					}
-				}
-			}
-			if cursor = next; cursor == 0 {
-				break
+		for _, p := range []string{pattern, "{" + pattern + "}:permit:*"} { // the form of redlock.PermitKey
+			if err := scanNode(ctx, c, urls, i, p, per); err != nil {
+				return nil, err
 			}
 		}
+	}
+	return per, nil
+}
+
+// scanNode adds the keys node i holds that match pattern to per.
+func scanNode(ctx context.Context, c *redis.Client, urls []string, i int, pattern string, per map[string][]NodeHold) error {
+	var cursor uint64
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		keys, next, err := c.Scan(cctx, cursor, pattern, 1000).Result()
+		cancel()
+		if err != nil {
+			return &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
+		}
+		for _, k := range keys {
+			if isFenceKey(k) || k == node.MaxTTLKey { // not locks: a lock's fence register, the Clients' TTL register
+				continue
+			}
+			if _, ok := per[k]; !ok {
+				per[k] = make([]NodeHold, len(urls))
+				for j := range urls {
+					per[k][j] = NodeHold{Node: urls[j], TTLms: -2}
+				}
+			}
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+}
+
+func inspect(ctx context.Context, clients []*redis.Client, urls []string, pattern string, quorum int) ([]KeyReport, error) {
+	per, err := scanKeys(ctx, clients, urls, pattern)
+	if err != nil {
+		return nil, err
 	}
 	var reports []KeyReport
 	for k, holds := range per {
 		for i, c := range clients {
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			v, err := c.Get(cctx, k).Result()
-			var typ string
-			if err != nil && !errors.Is(err, redis.Nil) {
-				if strings.Contains(err.Error(), "WRONGTYPE") {
-					typ, _ = c.Type(cctx, k).Result()
-				} else {
-					cancel()
-					return nil, &exitError{exitUnreachable, fmt.Errorf("%s: GET: %s", urls[i], explain(err))}
-				}
-			}
-			ttl, _ := c.PTTL(cctx, k).Result()
+			h, err := readHold(cctx, c, k)
 			cancel()
-			if err == nil || typ != "" {
-				holds[i].Owner, holds[i].Type = v, typ
-				holds[i].TTLms = durMs(ttl)
+			if err != nil {
+				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: %s: %s", urls[i], k, explain(err))}
 			}
+			h.Node = urls[i]
+			holds[i] = h
 		}
-		r := summarize(k, holds, quorum)
-		r.Fence = fence(ctx, clients, k)
-		reports = append(reports, r)
+		reports = append(reports, keyReport(ctx, clients, k, holds, quorum))
 	}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Key < reports[j].Key })
 	return reports, nil
+}
+
+// keyReport summarizes k's holds as its lock type reads.
+func keyReport(ctx context.Context, clients []*redis.Client, k string, holds []NodeHold, quorum int) KeyReport {
+	switch kind := kindOf(k, holds); kind {
+	case "reentrant", "rw":
+		return summarizeTyped(k, kind, holds, quorum)
+	case "semaphore":
+		r := summarize(k, holds, quorum)
+		r.Kind = kind
+		r.Semaphore, r.Permit, _ = permitOf(k)
+		return r
+	}
+	r := summarize(k, holds, quorum)
+	r.Fence = fence(ctx, clients, k)
+	return r
 }
 
 // durMs maps go-redis PTTL results to milliseconds, keeping -1 (no TTL)
@@ -216,11 +260,41 @@ func summarize(key string, holds []NodeHold, quorum int) KeyReport {
 	return r
 }
 
+// printReports writes the plain locks' table, then the reentrant and
+// read-write locks, then the semaphores.
 func printReports(out io.Writer, reports []KeyReport) {
 	if len(reports) == 0 {
 		fmt.Fprintln(out, "no matching keys")
 		return
 	}
+	var plain, typed, permits []KeyReport
+	for _, r := range reports {
+		switch r.Kind {
+		case "":
+			plain = append(plain, r)
+		case "semaphore":
+			permits = append(permits, r)
+		default:
+			typed = append(typed, r)
+		}
+	}
+	sections := 0
+	for _, s := range []struct {
+		rs    []KeyReport
+		print func(io.Writer, []KeyReport)
+	}{{plain, printPlain}, {typed, printTyped}, {permits, printSemaphores}} {
+		if len(s.rs) == 0 {
+			continue
+		}
+		if sections++; sections > 1 {
+			fmt.Fprintln(out)
+		}
+		s.print(out, s.rs)
+	}
+}
+
+// printPlain writes the plain locks and the keys that are not locks.
+func printPlain(out io.Writer, reports []KeyReport) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tCLIENT\tOWNER\tNODES\tHELD\tQUORUM\tMIN TTL\tFENCE\tFLAGS")
 	for _, r := range reports {

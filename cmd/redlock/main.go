@@ -9,10 +9,10 @@
 // The help text is generated from the command table and each subcommand's
 // flag.FlagSet, so it cannot fall behind the flags.
 //
-// Exit codes: 0 success; 1 failure (demo saw an overlap, inspect found
-// partial or TTL-less locks, doctor found a FAIL, bench failed); 2 usage
-// error (bad flag or URL); 3 a node is unreachable or refused the
-// credentials.
+// Exit codes: 0 success; 1 failure (demo saw its lock type's guarantee
+// broken, inspect found partial or TTL-less locks, doctor found a FAIL,
+// bench failed); 2 usage error (bad flag or URL); 3 a node is unreachable
+// or refused the credentials.
 package main
 
 import (
@@ -66,7 +66,7 @@ type command struct {
 
 // commands is the one table of subcommands, in help order.
 var commands = []command{
-	{name: "demo", summary: "workers contending for one lock through a node fault", flags: demoCmd},
+	{name: "demo", summary: "workers contending for one lock (plain, reentrant, rw or semaphore) through a node fault", flags: demoCmd},
 	{name: "inspect", args: "PATTERN", summary: "which nodes hold which lock keys", flags: inspectCmd},
 	{name: "unlock", args: "KEY", summary: "delete a stuck lock on every node", flags: unlockCmd},
 	{name: "doctor", summary: "check the nodes against what the algorithm needs", flags: doctorCmd},
