@@ -54,6 +54,7 @@ type Scenario struct {
 	// watchdog.go.
 	Lease, Every, HoldMin time.Duration
 	WantLosses            bool // the run must see locks lost while held (Done before the holder was done)
+	Permits               int  // typed scenarios (ExecuteTyped): the semaphores' number of permits
 }
 
 // Result is one row of the results table.
