@@ -120,15 +120,13 @@ func holdReentrant(ctx context.Context, s Spec, lc *redlock.Client, key string, 
 	// Every entry is taken before any is released: a call whose ctx
 	// carries a released Lock takes a hold of its own.
 	in := redlock.WithLock(ctx, outer)
-	for i := 1 + rng.IntN(2); i > 0; i-- {
+	var ferr error
+	for i := 1 + rng.IntN(2); i > 0 && ferr == nil; i-- {
 		pause(s, rng)
 		l, e, err := take(in, s, lc, key, true, redlock.Reentrant())
 		if err != nil {
-			if err := fatalTyped(err); err != nil {
-				release(outer, &recs[0])
-				return recs, err
-			}
-			continue // a fault, or the hold lost: entering it fails
+			ferr = fatalTyped(err) // else a fault, or the hold lost: entering it fails
+			continue
 		}
 		e.Hold = r.Hold
 		locks, recs = append(locks, l), append(recs, e)
@@ -137,7 +135,7 @@ func holdReentrant(ctx context.Context, s Spec, lc *redlock.Client, key string, 
 		pause(s, rng)
 		release(locks[i], &recs[i])
 	}
-	return recs, nil
+	return recs, ferr
 }
 
 // TypedResult is what a typed scenario found.
