@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/redlock-go/redlock"
@@ -191,6 +192,9 @@ func ExecuteTyped(ctx context.Context, s Scenario, c *Cluster, seed uint64, help
 	}
 	recs, n, kinds, errs := drive(ctx, s, c, seed, helper, logf, spec)
 	res.Faults, res.FaultKinds = n, summarize(kinds)
+	if s.Static != "" {
+		res.FaultKinds = strings.TrimPrefix(res.FaultKinds+" static-"+s.Static, "- ")
+	}
 	holds := map[string]bool{}
 	for _, r := range recs {
 		res.Kinds[r.Kind]++
