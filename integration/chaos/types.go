@@ -229,3 +229,32 @@ func most(recs []Record, kind string) int {
 	})
 	return m
 }
+
+// Verdict says whether the run is as promised: some acquisition checked
+// and no violation.
+func (r TypedResult) Verdict() string {
+	switch {
+	case r.Acquisitions() == 0:
+		return "FAIL: no acquisitions (nothing checked)"
+	case r.Violations() > 0:
+		return "FAIL: violations"
+	}
+	return "ok"
+}
+
+// TypesTable renders typed results as a Markdown table ("" for none).
+func TypesTable(rs []TypedResult) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\nTyped scenarios: read-write locks, semaphores and reentrant holds\n\n")
+	b.WriteString("| scenario | seed | read / write / permit / reentrant acquisitions | reentrant holds / re-entries | most readers / permit holders at once | rw conflicts | excess permits | reentrant conflicts | faults injected | verdict |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(&b, "| %s | %d | %d / %d / %d / %d | %d / %d | %d / %d | %d | %d | %d | %d: %s | %s |\n",
+			r.Scenario, r.Seed, r.Kinds[kindRead], r.Kinds[kindWrite], r.Kinds[kindSemaphore], r.Kinds[kindReentrant],
+			r.Holds, r.Reentries, r.MaxReaders, r.MaxPermits, r.RW, r.Excess, r.Reentrant, r.Faults, r.FaultKinds, r.Verdict())
+	}
+	return b.String()
+}
