@@ -1,6 +1,8 @@
 // Package chaos runs lock workloads against real Redis nodes while a seeded
 // nemesis injects faults, and checks the recorded history for mutual
-// exclusion, lost updates and linearizability.
+// exclusion, lost updates and linearizability, and for the typed locks'
+// guarantees: no writer beside another holder, at most n permit holders,
+// one reentrant hold at a time (types.go, typecheck.go).
 package chaos
 
 import (
