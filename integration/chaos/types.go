@@ -31,8 +31,8 @@ func runTyped(ctx context.Context, s Spec, lc *redlock.Client, rng *mrand.Rand) 
 		base := s.Keys[rng.IntN(len(s.Keys))]
 		var rs []Record
 		var err error
-		// Readers are the most frequent, so that they overlap each other
-		// and a writer has readers to wait for.
+		// Readers outnumber writers, so that they overlap each other and
+		// a writer has readers to wait for.
 		switch p := rng.IntN(10); {
 		case p < 3:
 			rs, err = holdOnce(ctx, s, lc, rwKey(base), rng, redlock.ReadLock())
