@@ -54,6 +54,7 @@ type Scenario struct {
 	// watchdog.go.
 	Lease, Every, HoldMin time.Duration
 	WantLosses            bool // the run must see locks lost while held (Done before the holder was done)
+	Permits               int  // typed scenarios (ExecuteTyped): the semaphores' number of permits
 }
 
 // Result is one row of the results table.
@@ -136,48 +137,9 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 		}
 		return sp
 	}
-	targets := s.Targets
-	if targets == nil {
-		for i := range c.Nodes {
-			targets = append(targets, i)
-		}
-	}
-	sched := Schedule(seed, s.Faults, targets, len(c.Proxies), s.Duration-s.TTL, s.GapMin, s.GapMax, s.DurMin, s.DurMax)
-	if s.Static == FPartition {
-		heal := Partition(c)
-		defer heal()
-	}
 	from := Mono()
-	var (
-		mu   sync.Mutex
-		recs []Record
-		errs []error
-		wg   sync.WaitGroup
-	)
-	add := func(r []Record, err error) {
-		mu.Lock()
-		defer mu.Unlock()
-		recs = append(recs, r...)
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for i := 0; i < s.Clients; i++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); add(Run(ctx, spec(i))) }()
-	}
-	for j := 0; j < s.Procs && helper != nil; j++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); add(runHelper(ctx, helper, spec(s.Clients+j))) }()
-	}
-	nctx, ncancel := context.WithTimeout(ctx, s.Duration)
-	n, kinds, nerr := Nemesis(nctx, c, sched, logf)
-	ncancel()
-	wg.Wait()
+	recs, n, kinds, errs := drive(ctx, s, c, seed, helper, logf, spec)
 	to := Mono()
-	if nerr != nil {
-		errs = append(errs, nerr)
-	}
 	res.Faults, res.FaultKinds = n, summarize(kinds)
 	if s.Static != "" {
 		res.FaultKinds = strings.TrimPrefix(res.FaultKinds+" static-"+s.Static, "- ")
@@ -210,6 +172,52 @@ func Execute(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []
 		return res, fmt.Errorf("%s: %v", s.Name, errs)
 	}
 	return res, nil
+}
+
+// drive runs spec(i) for every client of s (goroutines, then helper
+// processes) beside the nemesis's schedule for s and returns their records,
+// the faults injected by kind, and the errors of clients and nemesis.
+func drive(ctx context.Context, s Scenario, c *Cluster, seed uint64, helper []string, logf func(string, ...any),
+	spec func(int) Spec) (recs []Record, faults int, kinds map[string]int, errs []error) {
+	targets := s.Targets
+	if targets == nil {
+		for i := range c.Nodes {
+			targets = append(targets, i)
+		}
+	}
+	sched := Schedule(seed, s.Faults, targets, len(c.Proxies), s.Duration-s.TTL, s.GapMin, s.GapMax, s.DurMin, s.DurMax)
+	if s.Static == FPartition {
+		heal := Partition(c)
+		defer heal()
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	add := func(r []Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		recs = append(recs, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := 0; i < s.Clients; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); add(Run(ctx, spec(i))) }()
+	}
+	for j := 0; j < s.Procs && helper != nil; j++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); add(runHelper(ctx, helper, spec(s.Clients+j))) }()
+	}
+	nctx, ncancel := context.WithTimeout(ctx, s.Duration)
+	n, kinds, nerr := Nemesis(nctx, c, sched, logf)
+	ncancel()
+	wg.Wait()
+	if nerr != nil {
+		errs = append(errs, nerr)
+	}
+	return recs, n, kinds, errs
 }
 
 // HelperEnv carries the spec to the helper process.

@@ -1,6 +1,8 @@
 // Package chaos runs lock workloads against real Redis nodes while a seeded
 // nemesis injects faults, and checks the recorded history for mutual
-// exclusion, lost updates and linearizability.
+// exclusion, lost updates and linearizability, and for the typed locks'
+// guarantees: no writer beside another holder, at most n permit holders,
+// one reentrant hold at a time (types.go, typecheck.go).
 package chaos
 
 import (
@@ -46,6 +48,11 @@ type Record struct {
 	// ended (Done) before the holder was done with it.
 	Renews int  `json:"renews,omitempty"`
 	Lost   bool `json:"lost,omitempty"`
+	// Typed locks (types.go): the lock's redlock.Kind, and for a reentrant
+	// entry the hold it belongs to (the owner value of the hold's first
+	// entry). Key is the semaphore's key for a permit, not the permit's.
+	Kind string `json:"kind,omitempty"`
+	Hold string `json:"hold,omitempty"`
 }
 
 // End is the end of the holder's interval: min(release called, validity).
@@ -81,6 +88,11 @@ type Spec struct {
 	// DriftMonitor runs the client with WithDriftMonitor(20ms, exclude) and
 	// takes no lock before the monitor has an estimate for every node.
 	DriftMonitor bool `json:"drift_monitor,omitempty"`
+	// Typed runs the typed workload (types.go) on Keys instead of plain
+	// locks: readers, writers, permits of semaphores of Permits and
+	// reentrant holds.
+	Typed   bool `json:"typed,omitempty"`
+	Permits int  `json:"permits,omitempty"`
 	// Observe, if set, sees every operation of the client (the helper
 	// process counts which of its calls reached a node).
 	Observe func(redlock.Event) `json:"-"`
@@ -139,6 +151,9 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 	defer ctr.Close()
 	ctx, cancel := context.WithTimeout(ctx, s.Duration)
 	defer cancel()
+	if s.Typed {
+		return runTyped(ctx, s, lc, rng)
+	}
 	var recs []Record
 	n := 0
 	for ctx.Err() == nil {

@@ -15,14 +15,18 @@ import (
 func TestZZResults(t *testing.T) {
 	resMu.Lock()
 	defer resMu.Unlock()
-	if len(results) == 0 {
+	if len(results) == 0 && len(typedResults) == 0 {
 		t.Skip("no scenarios ran")
 	}
 	mode := "short"
 	if full() {
 		mode = "full"
 	}
-	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), Table(results))
+	plain := ""
+	if len(results) > 0 {
+		plain = Table(results)
+	}
+	tab := fmt.Sprintf("Chaos results (%s mode, %s)\n\n%s", mode, time.Now().UTC().Format(time.RFC3339), plain+TypesTable(typedResults))
 	fmt.Println(tab)
 	out := *outFlag
 	if out == "" && full() {
