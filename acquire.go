@@ -155,7 +155,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 			res.cause = err
 			return c.failed(r, n, res)
 		}
-		if y := c.raceDelay(queue); y > 0 {
+		if y := c.raceDelay(queue, r.o.kind); y > 0 {
 			if res.cause = c.sleep(ctx, y); res.cause != nil {
 				return c.failed(r, n, res)
 			}

@@ -99,8 +99,12 @@ type rival struct {
 func rivalWait(losses int) int { return 2 * max(0, 3-losses) }
 
 // raceDelay returns how long this Client's head of key waits before its
-// next attempt.
-func (c *Client) raceDelay(key string) time.Duration {
+// next attempt: only plain locks and permits, which are passed in runs,
+// give way (the other types have no runs to share out).
+func (c *Client) raceDelay(key string, k kind) time.Duration {
+	if k.k != "" && k.k != KindSemaphore {
+		return 0
+	}
 	rs := &c.rivals
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
