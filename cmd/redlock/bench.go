@@ -279,7 +279,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			if cfg.runs("processes") {
 				p.step(fmt.Sprintf("hot key, %d processes x %d workers", cfg.procs, cfg.procWorkers))
 				if err := timed("processes", func() error {
-					for _, lib := range alternate([]string{"redlock", "redsync"}, r) {
+					for _, lib := range alternate([]string{"redlock", "redlock-fair", "redsync"}, r) {
 						s, err := processes(lib, urls, cfg.procs, cfg.procWorkers, cfg.contention, fmt.Sprintf("hotproc:%s:%d", lib, r))
 						if err != nil {
 							return fmt.Errorf("processes, %s: %w", lib, err)
@@ -825,10 +825,17 @@ func goals(r *Results) []Goal {
 		s := r.Processes["redsync"]
 		hot := fmt.Sprintf("hot key, %d processes x %d workers: ", p.Processes, p.Workers)
 		g = append(g,
-			Goal{hot + "utilization >= 85%", fmt.Sprintf("%.0f%% (go-redsync %.0f%%)", 100*p.Utilization, 100*s.Utilization), p.Utilization >= 0.85},
-			Goal{hot + "no process starved (min:max acquisitions per process >= 0.8)",
+			Goal{hot + "utilization >= 90%", fmt.Sprintf("%.0f%% (go-redsync %.0f%%)", 100*p.Utilization, 100*s.Utilization), p.Utilization >= 0.9},
+			Goal{hot + "wait p99 <= 50 ms", fmt.Sprintf("%.1f ms (go-redsync %.1f ms)", p.WaitP99us/1000, s.WaitP99us/1000), p.WaitP99us <= 50000},
+			Goal{hot + "no process starved (min:max acquisitions per process >= 0.85)",
 				fmt.Sprintf("%.2f, %s (go-redsync %.2f, %s)", p.ProcMinMax, joinInts(p.PerProcess), s.ProcMinMax, joinInts(s.PerProcess)),
-				p.ProcMinMax >= 0.8})
+				p.ProcMinMax >= 0.85})
+	}
+	if f, ok := r.Processes["redlock-fair"]; ok {
+		hot := fmt.Sprintf("hot key, %d processes x %d workers, Fair(): ", f.Processes, f.Workers)
+		g = append(g,
+			Goal{hot + "min:max acquisitions per process >= 0.95", fmt.Sprintf("%.2f, %s", f.ProcMinMax, joinInts(f.PerProcess)), f.ProcMinMax >= 0.95},
+			Goal{hot + "min:max acquisitions per worker >= 0.9", fmt.Sprintf("%.2f", f.WorkerMinMax), f.WorkerMinMax >= 0.9})
 	}
 	g = append(g, scaleGoals(r)...)
 	return append(g, typesGoals(r)...)
@@ -932,8 +939,11 @@ func markdown(r *Results) string {
 		o, s := r.Processes["redlock"], r.Processes["redsync"]
 		fmt.Fprintf(&b, "\n### Hot key across processes: %d processes x %d workers, one key, 5 nodes, 1 ms critical section\n\n", o.Processes, o.Workers)
 		b.WriteString("| lib | acquisitions | per process | utilization | wait p50 | wait p99 | wait max | min:max per process | min:max per worker | fairness (Jain) | passed without a round trip | waits ended by notification / local release / previous waiter left / timer | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, lib := range []string{"redlock", "redsync"} {
-			p := r.Processes[lib]
+		for _, lib := range []string{"redlock", "redlock-fair", "redsync"} {
+			p, ok := r.Processes[lib]
+			if !ok {
+				continue
+			}
 			fmt.Fprintf(&b, "| %s | %d | %s | %.0f%% | %.1fms | %.1fms | %.1fms | %.2f | %.2f | %.2f | %s | %s | %d |\n", lib, p.Acquisitions, joinInts(p.PerProcess),
 				100*p.Utilization, p.WaitP50us/1000, p.WaitP99us/1000, p.WaitMaxUs/1000, p.ProcMinMax, p.WorkerMinMax, p.Fairness,
 				passedCell(p.Handoff), wakesCell(p.Handoff), p.Errors)

@@ -63,7 +63,7 @@ type workerReport struct {
 // on stdin, runs W workers on key K for D (1 ms inside) and prints a
 // workerReport as one JSON line.
 func benchWorkerCmd(fs *flag.FlagSet) runner {
-	lib := fs.String("lib", "redlock", "redlock, redsync or single-node")
+	lib := fs.String("lib", "redlock", "redlock, redlock-fair, redsync or single-node")
 	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS` (required)")
 	workers := fs.Int("workers", 8, "workers in this process")
 	dur := fs.Duration("duration", 10*time.Second, "how long to run")

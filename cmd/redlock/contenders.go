@@ -33,6 +33,7 @@ const benchTTL = 10 * time.Second
 type ours struct {
 	c     *redlock.Client
 	label string
+	call  []redlock.LockOption // given to every Lock and TryLock
 }
 
 func newOurs(urls []string, opts ...redlock.Option) (*ours, error) {
@@ -44,19 +45,19 @@ func newOursAs(label string, urls []string, opts ...redlock.Option) (*ours, erro
 	if err != nil {
 		return nil, err
 	}
-	return &ours{c, label}, nil
+	return &ours{c: c, label: label}, nil
 }
 
 func (o *ours) name() string { return o.label }
 func (o *ours) try(ctx context.Context, key string) (func() error, error) {
-	l, err := o.c.TryLock(ctx, key, benchTTL)
+	l, err := o.c.TryLock(ctx, key, benchTTL, o.call...)
 	if err != nil {
 		return nil, err
 	}
 	return func() error { return l.Release(context.Background()) }, nil
 }
 func (o *ours) lock(ctx context.Context, key string) (func() error, error) {
-	l, err := o.c.Lock(ctx, key, benchTTL)
+	l, err := o.c.Lock(ctx, key, benchTTL, o.call...)
 	if err != nil {
 		return nil, err
 	}
@@ -100,18 +101,25 @@ func (h *HandoffStat) add(o *HandoffStat) {
 	h.Timer += o.Timer
 }
 
-// contenderByName makes one contender ("redlock", "redsync" or
-// "single-node", the last on the first node).
+// contenderByName makes one contender ("redlock", "redlock-fair" (every
+// Lock with Fair), "redsync" or "single-node", the last on the first
+// node).
 func contenderByName(lib string, urls []string) (contender, error) {
 	switch lib {
 	case "redlock":
 		return newOurs(urls)
+	case "redlock-fair":
+		o, err := newOursAs(lib, urls)
+		if err == nil {
+			o.call = []redlock.LockOption{redlock.Fair()}
+		}
+		return o, err
 	case "redsync":
 		return newRsync(urls)
 	case "single-node":
 		return newSingle(urls[0])
 	}
-	return nil, fmt.Errorf("unknown contender %q (have redlock, redsync, single-node)", lib)
+	return nil, fmt.Errorf("unknown contender %q (have redlock, redlock-fair, redsync, single-node)", lib)
 }
 
 // rsync: go-redsync v4 with its defaults (32 tries, 50-250ms retry delay,
