@@ -64,6 +64,7 @@ type checker struct {
 	seen     map[string]bool
 	count    atomic.Int64 // violations
 	samples  atomic.Int64 // checks of kind (1) that compared against the nodes
+	tallies  map[string]int
 }
 
 // ownerState counts the workload's operations on one owner value (a Lock
@@ -601,6 +602,16 @@ func (c *checker) permitsAtOnce(sem string, rs []*rec) {
 	}
 }
 
+// tally counts one event of the workload for the summary.
+func (c *checker) tally(what string) {
+	c.mu.Lock()
+	if c.tallies == nil {
+		c.tallies = map[string]int{}
+	}
+	c.tallies[what]++
+	c.mu.Unlock()
+}
+
 // kinds summarizes the Locks registered: how many of each type, and how
 // many of the reentrant ones entered a hold made before them.
 func (c *checker) kinds() string {
@@ -614,7 +625,7 @@ func (c *checker) kinds() string {
 			entries++
 		}
 	}
-	return fmt.Sprintf("%v (%d reentrant entries of an earlier hold)", n, entries)
+	return fmt.Sprintf("%v (%d reentrant entries of an earlier hold), calls %v", n, entries, c.tallies)
 }
 
 func earlier(a, b time.Time) time.Time {

@@ -272,10 +272,16 @@ func (w *worker) reenter(root *redlock.Lock, n int) []entry {
 		ret := time.Now()
 		cancel()
 		w.ops.Add(1)
+		what := "re-entry"
+		if c != w.c {
+			what = "other Client with the Lock in ctx"
+		}
 		if err != nil {
+			w.chk.tally(what + " refused")
 			w.chk.note(parent, "%s re-entry: %v", c.name, err)
 			continue
 		}
+		w.chk.tally(what + " granted")
 		// The checker takes it for an entry of parent's hold if both
 		// are of one Client, else for a hold of its own, as the library.
 		w.chk.acquiredTyped(l, c.name, call, ret, w.info(parent))
@@ -305,6 +311,7 @@ func (w *worker) heldByCaller(l *redlock.Lock) {
 	cancel()
 	w.ops.Add(1)
 	after := l.Err()
+	w.chk.tally(fmt.Sprintf("asked again as another type: %v", errors.Is(err, redlock.ErrHeldByCaller)))
 	w.chk.note(l, "asked again as another type with it in ctx: %v (it: %v)", err, after)
 	if x != nil {
 		w.chk.acquired(x, w.c.name, call, ret)
@@ -421,6 +428,7 @@ func (w *worker) runFn() {
 		if enter {
 			call := time.Now()
 			e, err := w.c.c.TryLock(ctx, w.key, ttl, redlock.Reentrant())
+			w.chk.tally(fmt.Sprintf("re-entry in Run's fn granted: %v", err == nil))
 			if err == nil {
 				w.chk.acquiredTyped(e, w.c.name, call, time.Now(), w.info(l))
 				w.chk.note(e, "%s entered in Run's fn (of %s) ttl %v", w.c.name, short(l.Owner()), ttl)
