@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -65,6 +66,7 @@ type checker struct {
 	count    atomic.Int64 // violations
 	samples  atomic.Int64 // checks of kind (1) that compared against the nodes
 	tallies  map[string]int
+	fails    []failure
 }
 
 // ownerState counts the workload's operations on one owner value (a Lock
@@ -626,6 +628,87 @@ func (c *checker) kinds() string {
 		}
 	}
 	return fmt.Sprintf("%v (%d reentrant entries of an earlier hold), calls %v", n, entries, c.tallies)
+}
+
+// failed counts an acquisition (Lock, TryLock) of the workload that
+// failed at ret, by the error's class.
+func (c *checker) failed(err error, ret time.Time) {
+	class := "other"
+	var q *redlock.QuorumError
+	switch {
+	case errors.Is(err, redlock.ErrClosed):
+		class = "closed"
+	case errors.As(err, &q) && errors.Is(err, context.DeadlineExceeded):
+		class = "quorum+deadline"
+	case errors.As(err, &q):
+		class = "quorum"
+	case errors.Is(err, context.DeadlineExceeded):
+		class = "deadline"
+	case errors.Is(err, redlock.ErrNotObtained):
+		class = "not obtained"
+	}
+	c.mu.Lock()
+	c.fails = append(c.fails, failure{class, ret, err.Error()})
+	c.mu.Unlock()
+}
+
+type failure struct {
+	class string
+	at    time.Time
+	msg   string
+}
+
+// failures is how many acquisitions failed in each window of w since
+// start, by class.
+func (c *checker) failures(start time.Time, w time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string][]int{}
+	var eg []string
+	for _, f := range c.fails {
+		i := int(f.at.Sub(start) / w)
+		if len(eg) <= i {
+			eg = append(eg, make([]string, i+1-len(eg))...)
+		}
+		if eg[i] == "" && strings.HasPrefix(f.class, "quorum") {
+			eg[i] = f.msg
+		}
+		for len(n[f.class]) <= i {
+			n[f.class] = append(n[f.class], 0)
+		}
+		n[f.class][i]++
+	}
+	return fmt.Sprintf("%v; the first quorum error of each window:\n  %s", n, strings.Join(eg, "\n  "))
+}
+
+// perKey is how many Locks of each key (a semaphore's under its key) were
+// acquired in each window of w since start: a key no one gets for long
+// shows there.
+func (c *checker) perKey(start time.Time, w time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string][]int{}
+	for _, r := range c.recs {
+		k := r.key
+		if r.sem != "" {
+			k = r.sem
+		}
+		i := int(r.ret.Sub(start) / w)
+		for len(n[k]) <= i {
+			n[k] = append(n[k], 0)
+		}
+		n[k][i]++
+	}
+	ks := make([]string, 0, len(n))
+	for k := range n {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var out []string
+	for _, k := range ks {
+		out = append(out, fmt.Sprintf("%s %v", k, n[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func earlier(a, b time.Time) time.Time {
