@@ -2,9 +2,11 @@ package invariant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,7 +28,18 @@ import (
 //     hold its owner with PTTL >= r - elapsed - 1 ms (a node that does not
 //     answer, or that restarted empty since the owner was acquired, is
 //     not counted against it);
-//  2. no two Locks of one key report held at the same instant.
+//  2. no two Locks of one key that exclude each other report held at
+//     the same instant: a plain lock, a writer or a permit excludes every
+//     other Lock of its key; readers do not exclude readers; the entries
+//     of one reentrant hold do not exclude each other (entries of
+//     different holds do); and at most n Locks of a semaphore of n
+//     permits (on PermitKey(key, 0..n-1), each a plain lock) report held
+//     at once.
+//
+// A typed entry (reentrant, read, write) is held on a node while its
+// field in the key's hash has an expiry after the node's TIME, in a hash
+// of its type, and the key has not expired: what it holds there is the
+// lesser of the field's expiry minus TIME and the key's PTTL.
 //
 // For (2) every Lock has a definitely-held interval [ret, last]: ret is
 // read after Lock returned it (held then), last before a call of Err that
@@ -46,11 +59,14 @@ type checker struct {
 	owners   map[string]*ownerState
 	recs     []*rec
 	live     map[*redlock.Lock]*rec
+	byLock   map[*redlock.Lock]*rec
 	restarts [][]time.Time // per node: when each empty restart ended
 	found    []string      // violations, the first of each owner value
 	seen     map[string]bool
 	count    atomic.Int64 // violations
 	samples  atomic.Int64 // checks of kind (1) that compared against the nodes
+	tallies  map[string]int
+	fails    []failure
 }
 
 // ownerState counts the workload's operations on one owner value (a Lock
@@ -81,12 +97,16 @@ type rec struct {
 	key       string
 	owner     string
 	client    string
+	kind      redlock.Kind
+	hold      string    // reentrant: the hold as the workload made it (see typed)
+	sem       string    // semaphore: its key (key is the permit's)
+	permits   int       // semaphore: its n
 	ret, last time.Time // definitely held over [ret, last] (last < ret: never seen held after ret)
 }
 
 func newChecker(t testing.TB, nodes []*harness.Node) *checker {
 	c := &checker{t: t, nodes: nodes, need: len(nodes)/2 + 1, owners: map[string]*ownerState{},
-		live: map[*redlock.Lock]*rec{}, seen: map[string]bool{}, restarts: make([][]time.Time, len(nodes))}
+		live: map[*redlock.Lock]*rec{}, byLock: map[*redlock.Lock]*rec{}, seen: map[string]bool{}, restarts: make([][]time.Time, len(nodes))}
 	for _, n := range nodes {
 		c.admin = append(c.admin, redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true,
 			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
@@ -138,14 +158,39 @@ func (c *checker) op(l *redlock.Lock, f func()) {
 // acquired registers l, returned by a call that started at call and
 // returned before ret, and checks it at once.
 func (c *checker) acquired(l *redlock.Lock, client string, call, ret time.Time) {
+	c.acquiredTyped(l, client, call, ret, typed{})
+}
+
+// typed is what the checker needs to know of a typed Lock beyond what it
+// reports: the reentrant entry's parent (the Lock its call's ctx carried;
+// if the parent is of the same Client, by the name acquiredTyped is
+// given, it entered the parent's hold; nil: a hold of its own), the
+// semaphore's key and permits.
+//
+// The hold is the parent's hold as the workload made it; a call whose
+// parent was already released takes a hold of its own instead, so one
+// hold of the checker may be several on the nodes, never the reverse: the
+// checker may miss an overlap of those, never report one that is allowed.
+type typed struct {
+	parent  *redlock.Lock
+	sem     string
+	permits int
+}
+
+// acquiredTyped is acquired for a typed Lock.
+func (c *checker) acquiredTyped(l *redlock.Lock, client string, call, ret time.Time, ty typed) {
 	c.mu.Lock()
 	s := c.owner(l.Owner())
 	if s.acqCall.IsZero() || call.Before(s.acqCall) {
 		s.acqCall = call
 	}
-	r := &rec{l: l, key: l.Key(), owner: l.Owner(), client: client, ret: ret}
+	r := &rec{l: l, key: l.Key(), owner: l.Owner(), client: client, ret: ret, kind: l.Kind(), hold: l.Owner(), sem: ty.sem, permits: ty.permits}
+	if p := c.byLock[ty.parent]; ty.parent != nil && p != nil && p.client == client && r.kind == redlock.KindReentrant && p.kind == redlock.KindReentrant {
+		r.hold = p.hold
+	}
 	c.recs = append(c.recs, r)
 	c.live[l] = r
+	c.byLock[l] = r
 	c.mu.Unlock()
 	c.check([]*redlock.Lock{l})
 }
@@ -207,26 +252,90 @@ func (c *checker) sampleAll() {
 	}
 }
 
-// readScript reads GET and PTTL of every key at one instant of the node.
-var readScript = redis.NewScript(`local r = {}
+// readScript reads the node's TIME (ms), then the TYPE, the value (GET of
+// a string, HGETALL of a hash, ” else) and PTTL of every key, all at one
+// instant of the node.
+var readScript = redis.NewScript(`local t = redis.call('TIME')
+local r = {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)}
 for _, k in ipairs(KEYS) do
-  r[#r + 1] = redis.call('GET', k) or ''
+  local ty = redis.call('TYPE', k)['ok']
+  r[#r + 1] = ty
+  if ty == 'string' then
+    r[#r + 1] = redis.call('GET', k)
+  elseif ty == 'hash' then
+    r[#r + 1] = redis.call('HGETALL', k)
+  else
+    r[#r + 1] = ''
+  end
   r[#r + 1] = redis.call('PTTL', k)
 end
 return r`)
 
 // reading is one node's answer for one key.
 type reading struct {
-	ok   bool // the node answered
-	val  string
-	pttl time.Duration
-	at   time.Time // after the answer arrived
+	ok     bool   // the node answered
+	typ    string // TYPE
+	val    string
+	fields map[string]string // a hash's
+	now    int64             // the node's TIME, ms
+	pttl   time.Duration
+	at     time.Time // after the answer arrived
+}
+
+// holds returns what the node holds of owner's Lock of kind k: whether it
+// is there (as the value of a plain lock, or as a live entry of a hash of
+// k's type), and for how long (-1: no expiry).
+func (x reading) holds(owner string, k redlock.Kind) (bool, time.Duration) {
+	switch k {
+	case redlock.KindReentrant, redlock.KindRead, redlock.KindWrite:
+		if x.typ != "hash" {
+			return false, 0
+		}
+		mode, kind := x.fields["#mode"], x.fields["#kind"]
+		switch {
+		case k == redlock.KindReentrant && kind != "reentrant",
+			k == redlock.KindRead && (kind != "rw" || mode != "r"),
+			k == redlock.KindWrite && (kind != "rw" || mode != "w"):
+			return false, 0
+		}
+		e, ok := x.fields[owner]
+		if !ok || owner == "" || owner[0] == '#' {
+			return false, 0
+		}
+		ms, err := strconv.ParseInt(e, 10, 64)
+		if err != nil || ms <= x.now {
+			return false, 0
+		}
+		left := time.Duration(ms-x.now) * time.Millisecond
+		if x.pttl >= 0 && x.pttl < left {
+			left = x.pttl
+		}
+		return true, left
+	default:
+		return x.typ == "string" && x.val == owner, x.pttl
+	}
+}
+
+// other reports whether the node holds the key for someone else than owner.
+func (x reading) other(owner string) bool {
+	switch x.typ {
+	case "string":
+		return x.val != owner
+	case "hash":
+		for f := range x.fields {
+			if f != owner && !strings.HasPrefix(f, "#") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 type sample struct {
 	l      *redlock.Lock
 	owner  string
 	key    string
+	kind   redlock.Kind
 	epoch  uint64
 	quiet  bool // no workload op in flight at the start
 	t1     time.Time
@@ -247,7 +356,7 @@ func (c *checker) check(ls []*redlock.Lock) {
 	for _, l := range ls {
 		c.mu.Lock()
 		s := c.owner(l.Owner())
-		sm := sample{l: l, owner: l.Owner(), key: l.Key(), epoch: s.epoch, quiet: s.inflight == 0}
+		sm := sample{l: l, owner: l.Owner(), key: l.Key(), kind: l.Kind(), epoch: s.epoch, quiet: s.inflight == 0}
 		c.mu.Unlock()
 		sm.t1 = time.Now()
 		err := l.Err()
@@ -311,26 +420,36 @@ func (c *checker) judge(sm sample, rd []map[string]reading) {
 	c.mu.Lock()
 	for i := range c.nodes {
 		x, ok := rd[i][sm.key]
-		bound := sm.claim.Sub(x.at) - time.Millisecond
+		// A hash entry's expiry and the node's TIME are whole ms: 1 ms
+		// more of slack.
+		slack := time.Millisecond
+		if x.typ == "hash" {
+			slack = 2 * time.Millisecond
+		}
+		bound := sm.claim.Sub(x.at) - slack
+		there, left := x.holds(sm.owner, sm.kind)
 		switch {
 		case !ok || !x.ok:
 			unknown++
 			detail = append(detail, fmt.Sprintf("n%d:no answer", i))
-		case x.val == sm.owner && x.pttl >= bound:
+		case there && left >= bound:
 			hold++
-			detail = append(detail, fmt.Sprintf("n%d:ok pttl=%v", i, x.pttl))
+			detail = append(detail, fmt.Sprintf("n%d:ok left=%v", i, left))
 		case c.excused(i, sm.owner):
 			unknown++
 			detail = append(detail, fmt.Sprintf("n%d:restarted empty", i))
 		default:
 			bad++
-			v := "other"
-			if x.val == "" {
-				v = "none"
-			} else if x.val == sm.owner {
+			v := "none"
+			switch {
+			case there:
 				v = "ours"
+			case x.other(sm.owner):
+				v = "other"
+			case x.typ == "hash":
+				v = "no live entry"
 			}
-			detail = append(detail, fmt.Sprintf("n%d:%s pttl=%v<%v", i, v, x.pttl, bound))
+			detail = append(detail, fmt.Sprintf("n%d:%s %s left=%v<%v", i, x.typ, v, left, bound))
 		}
 	}
 	hist := strings.Join(c.owners[sm.owner].history, "; ")
@@ -366,17 +485,31 @@ func (c *checker) read(keys map[string]bool) []map[string]reading {
 			res, err := readScript.Run(ctx, a, ks).Slice()
 			at := time.Now()
 			m := map[string]reading{}
+			var now int64
+			if err == nil && len(res) == 1+3*len(ks) {
+				now, _ = res[0].(int64)
+			}
 			for j, k := range ks {
-				if err != nil || len(res) != 2*len(ks) {
+				if now == 0 {
 					m[k] = reading{}
 					continue
 				}
-				v, _ := res[2*j].(string)
-				d, _ := res[2*j+1].(int64)
+				typ, _ := res[1+3*j].(string)
+				v, _ := res[2+3*j].(string)
+				var fields map[string]string
+				if all, ok := res[2+3*j].([]any); ok {
+					fields = map[string]string{}
+					for f := 0; f+1 < len(all); f += 2 {
+						fk, _ := all[f].(string)
+						fv, _ := all[f+1].(string)
+						fields[fk] = fv
+					}
+				}
+				d, _ := res[3+3*j].(int64)
 				if d >= 0 {
 					d *= int64(time.Millisecond)
 				}
-				m[k] = reading{ok: true, val: v, pttl: time.Duration(d), at: at}
+				m[k] = reading{ok: true, typ: typ, val: v, fields: fields, now: now, pttl: time.Duration(d), at: at}
 			}
 			out[i] = m
 		}()
@@ -385,22 +518,43 @@ func (c *checker) read(keys map[string]bool) []map[string]reading {
 	return out
 }
 
+// excludes reports whether a and b, Locks of one key, may not be held at
+// once: readers share with readers, the entries of one reentrant hold
+// with each other; anything else (plain locks, permits, a writer, two
+// holds, two types) excludes.
+func excludes(a, b *rec) bool {
+	switch {
+	case a.kind == redlock.KindRead && b.kind == redlock.KindRead:
+		return false
+	case a.kind == redlock.KindReentrant && b.kind == redlock.KindReentrant:
+		return a.hold != b.hold
+	}
+	return true
+}
+
 // overlaps applies (2) to every Lock registered so far.
 func (c *checker) overlaps() {
 	c.mu.Lock()
 	by := map[string][]*rec{}
+	sems := map[string][]*rec{}
 	for _, r := range c.recs {
 		if !r.last.Before(r.ret) {
 			by[r.key] = append(by[r.key], r)
+			if r.sem != "" {
+				sems[r.sem] = append(sems[r.sem], r)
+			}
 		}
 	}
 	c.mu.Unlock()
+	for sem, rs := range sems {
+		c.permitsAtOnce(sem, rs)
+	}
 	for k, rs := range by {
 		sort.Slice(rs, func(i, j int) bool { return rs[i].ret.Before(rs[j].ret) })
 		for i := range rs {
 			for j := 0; j < i; j++ {
 				a, b := rs[j], rs[i] // a.ret <= b.ret
-				if b.ret.Before(a.last) {
+				if b.ret.Before(a.last) && excludes(a, b) {
 					c.mu.Lock()
 					ha, hb := strings.Join(c.owners[a.owner].history, "; "), strings.Join(c.owners[b.owner].history, "; ")
 					c.mu.Unlock()
@@ -411,6 +565,150 @@ func (c *checker) overlaps() {
 			}
 		}
 	}
+}
+
+// permitsAtOnce applies (2) to the Locks of one semaphore: each on one of
+// its permits' keys, at most n of them held at once. The most intervals
+// held at one instant are held at the start of one of them: for each b,
+// the Locks held at b.ret are those with ret <= b.ret < last (the
+// pairwise rule of overlaps).
+func (c *checker) permitsAtOnce(sem string, rs []*rec) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].ret.Before(rs[j].ret) })
+	for _, r := range rs {
+		ok := false
+		for i := 0; i < r.permits; i++ {
+			ok = ok || r.key == redlock.PermitKey(sem, i)
+		}
+		if !ok {
+			c.violation("permit key "+r.owner, "(2) semaphore %q of %d permits: %s %s holds key %q, not one of its permits' keys", sem, r.permits, r.client, short(r.owner), r.key)
+		}
+	}
+	for i, b := range rs {
+		at := []*rec{b}
+		for _, a := range rs[:i] {
+			if b.ret.Before(a.last) {
+				at = append(at, a)
+			}
+		}
+		if len(at) <= b.permits {
+			continue
+		}
+		var who, desc []string
+		for _, a := range at {
+			who = append(who, a.owner)
+			desc = append(desc, fmt.Sprintf("%s %s %q over [%v, %v]", a.client, short(a.owner), a.key, c.rel(a.ret), c.rel(a.last)))
+		}
+		sort.Strings(who)
+		c.violation("semaphore "+strings.Join(who, " "), "(2) semaphore %q of %d permits: %d Locks held at %v: %s",
+			sem, b.permits, len(at), c.rel(b.ret), strings.Join(desc, "; "))
+	}
+}
+
+// tally counts one event of the workload for the summary.
+func (c *checker) tally(what string) {
+	c.mu.Lock()
+	if c.tallies == nil {
+		c.tallies = map[string]int{}
+	}
+	c.tallies[what]++
+	c.mu.Unlock()
+}
+
+// kinds summarizes the Locks registered: how many of each type, and how
+// many of the reentrant ones entered a hold made before them.
+func (c *checker) kinds() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[redlock.Kind]int{}
+	entries := 0
+	for _, r := range c.recs {
+		n[r.kind]++
+		if r.kind == redlock.KindReentrant && r.hold != r.owner {
+			entries++
+		}
+	}
+	return fmt.Sprintf("%v (%d reentrant entries of an earlier hold), calls %v", n, entries, c.tallies)
+}
+
+// failed counts an acquisition (Lock, TryLock) of the workload that
+// failed at ret, by the error's class.
+func (c *checker) failed(err error, ret time.Time) {
+	class := "other"
+	var q *redlock.QuorumError
+	switch {
+	case errors.Is(err, redlock.ErrClosed):
+		class = "closed"
+	case errors.As(err, &q) && errors.Is(err, context.DeadlineExceeded):
+		class = "quorum+deadline"
+	case errors.As(err, &q):
+		class = "quorum"
+	case errors.Is(err, context.DeadlineExceeded):
+		class = "deadline"
+	case errors.Is(err, redlock.ErrNotObtained):
+		class = "not obtained"
+	}
+	c.mu.Lock()
+	c.fails = append(c.fails, failure{class, ret, err.Error()})
+	c.mu.Unlock()
+}
+
+type failure struct {
+	class string
+	at    time.Time
+	msg   string
+}
+
+// failures is how many acquisitions failed in each window of w since
+// start, by class.
+func (c *checker) failures(start time.Time, w time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string][]int{}
+	var eg []string
+	for _, f := range c.fails {
+		i := int(f.at.Sub(start) / w)
+		if len(eg) <= i {
+			eg = append(eg, make([]string, i+1-len(eg))...)
+		}
+		if eg[i] == "" && strings.HasPrefix(f.class, "quorum") {
+			eg[i] = f.msg
+		}
+		for len(n[f.class]) <= i {
+			n[f.class] = append(n[f.class], 0)
+		}
+		n[f.class][i]++
+	}
+	return fmt.Sprintf("%v; the first quorum error of each window:\n  %s", n, strings.Join(eg, "\n  "))
+}
+
+// perKey is how many Locks of each key (a semaphore's under its key) were
+// acquired in each window of w since start: a key no one gets for long
+// shows there.
+func (c *checker) perKey(start time.Time, w time.Duration) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string][]int{}
+	for _, r := range c.recs {
+		k := r.key
+		if r.sem != "" {
+			k = r.sem
+		}
+		i := int(r.ret.Sub(start) / w)
+		for len(n[k]) <= i {
+			n[k] = append(n[k], 0)
+		}
+		n[k][i]++
+	}
+	ks := make([]string, 0, len(n))
+	for k := range n {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	var out []string
+	for _, k := range ks {
+		out = append(out, fmt.Sprintf("%s %v", k, n[k]))
+	}
+	return strings.Join(out, ", ")
 }
 
 func earlier(a, b time.Time) time.Time {

@@ -2,6 +2,7 @@ package invariant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
@@ -17,11 +18,25 @@ import (
 )
 
 const (
-	keysN      = 3
-	perKey     = 10 // workers per key, spread over the Clients
-	persistent = 2  // nodes 0 and 1 run appendonly: their restarts keep keys
+	persistent = 2 // nodes 0 and 1 run appendonly: their restarts keep keys
 	maxTTL     = 5 * time.Second
+	semPermits = 2 // the semaphore's permits
 )
+
+// keySpec is one key of the workload: its type and how many workers take
+// it, spread over the Clients.
+type keySpec struct {
+	name    string
+	typ     string // "plain", "rw" (ReadLock or WriteLock), "sem" (Permits(semPermits)), "re" (Reentrant, with re-entries)
+	workers int
+}
+
+var keySpecs = []keySpec{
+	{"key0", "plain", 8}, {"key1", "plain", 8}, {"key2", "plain", 8},
+	{"rw0", "rw", 5}, {"rw1", "rw", 5},
+	{"sem0", "sem", 5},
+	{"re0", "re", 4}, {"re1", "re", 4},
+}
 
 // avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
 // leaves out of the workload what a known defect needs: "extend2" two
@@ -29,11 +44,23 @@ const (
 // (it races the renewal), "extendrelease" a Release while an Extend of
 // the Lock is under way, "observer" the observer's Release on "lost",
 // "handoff" local hand-off, "quarantine" a restart quarantine shorter
-// than other Clients' TTLs. A diagnostic, to tell a fault of the checker
+// than other Clients' TTLs; "types" (not part of "known") the typed keys
+// (rw, semaphore, reentrant). A diagnostic, to tell a fault of the checker
 // from one of the library, and one defect from another.
 func avoid(what string) bool {
 	for _, a := range strings.Split(os.Getenv("INVARIANT_AVOID"), ",") {
 		if a == what || a == "known" {
+			return true
+		}
+	}
+	return false
+}
+
+// named reports whether INVARIANT_AVOID names what itself ("known" does
+// not: what is no known defect).
+func named(what string) bool {
+	for _, a := range strings.Split(os.Getenv("INVARIANT_AVOID"), ",") {
+		if a == what {
 			return true
 		}
 	}
@@ -110,8 +137,17 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		if avoid("handoff") {
 			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff))
 		}
+		// The restart quarantine's deployment window is 1 s, shorter
+		// than most TTLs: a restarted node stays out as long as the
+		// longest TTL the Clients published in the nodes' registers (at
+		// most maxTTL). The default window (45 s) would keep nodes out
+		// far longer than any lock here: with a restart every few
+		// seconds, after about 30 s most nodes were out at once and no
+		// lock was granted for the rest of a long run.
 		if avoid("quarantine") {
 			o = append(o, redlock.WithRestartQuarantine(2*maxTTL))
+		} else {
+			o = append(o, redlock.WithRestartQuarantine(time.Second))
 		}
 		c.c = newClient(t, cl.urls(), o...)
 	}
@@ -122,11 +158,44 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 type worker struct {
 	chk  *checker
 	c    *client
+	all  []*client
 	key  string
+	typ  string // keySpec.typ
 	r    *mrand.Rand
 	ops  *atomic.Int64
 	stop *atomic.Bool
 }
+
+// opts are the LockOptions of a call that takes the worker's key: its
+// type (rw: a reader twice as often as a writer).
+func (w *worker) opts(r *mrand.Rand) []redlock.LockOption {
+	switch w.typ {
+	case "rw":
+		if r.IntN(3) == 0 {
+			return []redlock.LockOption{redlock.WriteLock()}
+		}
+		return []redlock.LockOption{redlock.ReadLock()}
+	case "sem":
+		return []redlock.LockOption{redlock.Permits(semPermits)}
+	case "re":
+		return []redlock.LockOption{redlock.Reentrant()}
+	}
+	return nil
+}
+
+// info is what the checker needs of a Lock of the worker's key beyond
+// what it reports (see typed); parent: the Lock a reentrant call's ctx
+// carried, or nil.
+func (w *worker) info(parent *redlock.Lock) typed {
+	if w.typ == "sem" {
+		return typed{sem: w.key, permits: semPermits}
+	}
+	return typed{parent: parent}
+}
+
+// sub is a random source for a goroutine of the worker (w.r is not safe
+// for concurrent use).
+func (w *worker) sub() *mrand.Rand { return mrand.New(mrand.NewPCG(w.r.Uint64(), w.r.Uint64())) }
 
 func (w *worker) run() {
 	for !w.stop.Load() {
@@ -145,7 +214,11 @@ func (w *worker) run() {
 func (w *worker) sleep(d time.Duration) { time.Sleep(d) }
 
 // hold takes the key (Lock or TryLock), does a few things with it and
-// releases it (or, rarely, lets a fixed-TTL lock run out).
+// releases it (or, rarely, lets a fixed-TTL lock run out). A reentrant
+// hold is often entered again (entries of entries too, and now and then
+// a call of another Client with the Lock in its ctx, which is no entry);
+// each entry then lives on its own, concurrently: its own Extends, checks
+// and Release, in any order.
 func (w *worker) hold() {
 	ttl := w.c.ttl(w.r)
 	ctx, cancel := bg(between(w.r, 100*time.Millisecond, 1500*time.Millisecond))
@@ -153,52 +226,165 @@ func (w *worker) hold() {
 	var l *redlock.Lock
 	var err error
 	if w.r.IntN(3) == 0 {
-		l, err = w.c.c.TryLock(ctx, w.key, ttl)
+		l, err = w.c.c.TryLock(ctx, w.key, ttl, w.opts(w.r)...)
 	} else {
-		l, err = w.c.c.Lock(ctx, w.key, ttl)
+		l, err = w.c.c.Lock(ctx, w.key, ttl, w.opts(w.r)...)
 	}
 	ret := time.Now()
 	cancel()
 	w.ops.Add(1)
 	if err != nil {
+		w.chk.failed(err, ret)
 		w.sleep(between(w.r, 0, 20*time.Millisecond))
 		return
 	}
-	w.chk.acquired(l, w.c.name, call, ret)
-	w.chk.note(l, "%s acquired ttl %v, remaining %v", w.c.name, ttl, l.Remaining())
-	for n := w.r.IntN(4); n > 0; n-- {
-		switch w.r.IntN(4) {
+	w.chk.acquiredTyped(l, w.c.name, call, ret, w.info(nil))
+	w.chk.note(l, "%s acquired %s %q ttl %v, remaining %v", w.c.name, l.Kind(), l.Key(), ttl, l.Remaining())
+	if (w.typ == "re" || w.typ == "rw") && w.r.IntN(6) == 0 {
+		w.heldByCaller(l)
+	}
+	held := []entry{{l, ttl}}
+	if w.typ == "re" && w.r.IntN(2) == 0 {
+		held = append(held, w.reenter(l, 1+w.r.IntN(3))...)
+	}
+	if len(held) == 1 {
+		w.use(w.r, l, ttl)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, e := range held {
+		r := w.sub()
+		wg.Add(1)
+		go func() { defer wg.Done(); w.use(r, e.l, e.ttl) }()
+	}
+	wg.Wait()
+}
+
+type entry struct {
+	l   *redlock.Lock
+	ttl time.Duration
+}
+
+// reenter makes up to n calls that enter root's hold, each with a Lock of
+// the hold (root or an entry made before) in its ctx; now and then the
+// call is another Client's, which does not enter (a hold of its own,
+// refused while root's lives).
+func (w *worker) reenter(root *redlock.Lock, n int) []entry {
+	var out []entry
+	for ; n > 0; n-- {
+		parent := root
+		if len(out) > 0 && w.r.IntN(2) == 0 {
+			parent = out[w.r.IntN(len(out))].l
+		}
+		c := w.c
+		if w.r.IntN(8) == 0 {
+			c = w.all[w.r.IntN(len(w.all))]
+		}
+		ttl := c.ttl(w.r)
+		ctx, cancel := bg(between(w.r, 100*time.Millisecond, time.Second))
+		ctx = redlock.WithLock(ctx, parent)
+		call := time.Now()
+		var l *redlock.Lock
+		var err error
+		if w.r.IntN(2) == 0 {
+			l, err = c.c.TryLock(ctx, w.key, ttl, redlock.Reentrant())
+		} else {
+			l, err = c.c.Lock(ctx, w.key, ttl, redlock.Reentrant())
+		}
+		ret := time.Now()
+		cancel()
+		w.ops.Add(1)
+		what := "re-entry"
+		if c != w.c {
+			what = "other Client with the Lock in ctx"
+		}
+		if err != nil {
+			w.chk.tally(what + " refused")
+			w.chk.note(parent, "%s re-entry: %v", c.name, err)
+			continue
+		}
+		w.chk.tally(what + " granted")
+		// The checker takes it for an entry of parent's hold if both
+		// are of one Client, else for a hold of its own, as the library.
+		w.chk.acquiredTyped(l, c.name, call, ret, w.info(parent))
+		w.chk.note(l, "%s entered (ctx: %s) ttl %v, remaining %v", c.name, short(parent.Owner()), ttl, l.Remaining())
+		out = append(out, entry{l, ttl})
+	}
+	return out
+}
+
+// heldByCaller asks the key again with l, held, in the ctx, as another
+// type (reentrant: plain, read or write; rw: read or write): it must be
+// refused with ErrHeldByCaller, before any traffic. When l still reports
+// held after the call, it was held during it, so any other answer breaks
+// the promise.
+func (w *worker) heldByCaller(l *redlock.Lock) {
+	opts := []redlock.LockOption{redlock.ReadLock(), redlock.WriteLock(), nil}[w.r.IntN(3)]
+	var o []redlock.LockOption
+	if opts != nil {
+		o = append(o, opts)
+	} else if l.Kind() != redlock.KindReentrant {
+		o = append(o, redlock.WriteLock())
+	}
+	ctx, cancel := bg(300 * time.Millisecond)
+	call := time.Now()
+	x, err := w.c.c.TryLock(redlock.WithLock(ctx, l), w.key, time.Second, o...)
+	ret := time.Now()
+	cancel()
+	w.ops.Add(1)
+	after := l.Err()
+	w.chk.tally(fmt.Sprintf("asked again as another type: %v", errors.Is(err, redlock.ErrHeldByCaller)))
+	w.chk.note(l, "asked again as another type with it in ctx: %v (it: %v)", err, after)
+	if x != nil {
+		w.chk.acquired(x, w.c.name, call, ret)
+		w.chk.op(x, func() {
+			ctx, cancel := bg(2 * time.Second)
+			_ = x.Release(ctx)
+			cancel()
+		})
+	}
+	if after == nil && !errors.Is(err, redlock.ErrHeldByCaller) {
+		w.chk.violation("heldbycaller "+l.Owner(), "(ErrHeldByCaller) key %q: %s %s %s held before and after a call with it in ctx for %v, which returned %v (a Lock: %v)",
+			w.key, w.c.name, l.Kind(), short(l.Owner()), o, err, x != nil)
+	}
+}
+
+// use does a few things with l, held, then releases it (or, rarely, lets
+// a fixed-TTL lock run out).
+func (w *worker) use(r *mrand.Rand, l *redlock.Lock, ttl time.Duration) {
+	for n := r.IntN(4); n > 0; n-- {
+		switch r.IntN(4) {
 		case 0:
-			w.sleep(between(w.r, 0, 100*time.Millisecond))
+			w.sleep(between(r, 0, 100*time.Millisecond))
 		case 1:
 			if !avoid("renewrace") || ttl != redlock.Watchdog {
-				w.extend(l, between(w.r, 200*time.Millisecond, maxTTL))
+				w.extend(l, between(r, 200*time.Millisecond, maxTTL))
 			}
 		case 2:
 			if !avoid("extend2") {
-				w.extend2(l, between(w.r, 200*time.Millisecond, maxTTL), between(w.r, 200*time.Millisecond, maxTTL))
+				w.extend2(l, between(r, 200*time.Millisecond, maxTTL), between(r, 200*time.Millisecond, maxTTL))
 			}
 		case 3:
 			w.chk.check([]*redlock.Lock{l})
 		}
 	}
-	hold := between(w.r, 0, 100*time.Millisecond)
-	if ttl != redlock.Watchdog && w.r.IntN(10) == 0 {
-		hold = between(w.r, ttl/2, ttl+ttl/5) // may outlive it: lost, then the observer releases it
+	hold := between(r, 0, 100*time.Millisecond)
+	if ttl != redlock.Watchdog && r.IntN(10) == 0 {
+		hold = between(r, ttl/2, ttl+ttl/5) // may outlive it: lost, then the observer releases it
 	}
 	w.sleep(hold)
-	if ttl != redlock.Watchdog && w.r.IntN(20) == 0 {
+	if ttl != redlock.Watchdog && r.IntN(20) == 0 {
 		select { // abandoned: it ends at its deadline
 		case <-l.Done():
 		case <-time.After(maxTTL + time.Second):
 		}
 	}
 	var racing sync.WaitGroup
-	if !avoid("extendrelease") && w.r.IntN(8) == 0 { // Release while an Extend of l is under way
+	if !avoid("extendrelease") && r.IntN(8) == 0 { // Release while an Extend of l is under way
 		racing.Add(1)
-		ttl := between(w.r, 200*time.Millisecond, maxTTL)
+		ttl := between(r, 200*time.Millisecond, maxTTL)
 		go func() { defer racing.Done(); w.extend(l, ttl) }()
-		w.sleep(between(w.r, 0, 5*time.Millisecond))
+		w.sleep(between(r, 0, 5*time.Millisecond))
 	}
 	w.chk.op(l, func() {
 		ctx, cancel := bg(2 * time.Second)
@@ -237,28 +423,61 @@ func (w *worker) extend2(l *redlock.Lock, a, b time.Duration) {
 	wg.Wait()
 }
 
-// runFn holds the key through Client.Run.
+// runFn holds the key through Client.Run; on a reentrant key, fn now and
+// then enters the hold with its ctx (TryLock, Reentrant), and releases the
+// entry before it returns or after Run did.
 func (w *worker) runFn() {
 	ctx, cancel := bg(between(w.r, 300*time.Millisecond, 2*time.Second))
 	defer cancel()
 	call := time.Now()
 	hold := between(w.r, 0, 150*time.Millisecond)
-	var held *redlock.Lock
+	enter := w.typ == "re" && w.r.IntN(2) == 0
+	early := w.r.IntN(2) == 0
+	ttl := w.c.ttl(w.r)
+	var held, in *redlock.Lock
+	release := func(l *redlock.Lock) {
+		w.chk.op(l, func() {
+			ctx, cancel := bg(2 * time.Second)
+			err := l.Release(ctx)
+			cancel()
+			w.chk.note(l, "released: %v", err)
+		})
+	}
 	_ = w.c.c.Run(ctx, w.key, func(ctx context.Context) error {
 		l := redlock.LockFrom(ctx)
-		w.chk.acquired(l, w.c.name, call, time.Now())
-		w.chk.note(l, "%s Run acquired, remaining %v", w.c.name, l.Remaining())
+		w.chk.acquiredTyped(l, w.c.name, call, time.Now(), w.info(nil))
+		w.chk.note(l, "%s Run acquired %s %q, remaining %v", w.c.name, l.Kind(), l.Key(), l.Remaining())
+		if enter {
+			call := time.Now()
+			e, err := w.c.c.TryLock(ctx, w.key, ttl, redlock.Reentrant())
+			w.chk.tally(fmt.Sprintf("re-entry in Run's fn granted: %v", err == nil))
+			if err == nil {
+				w.chk.acquiredTyped(e, w.c.name, call, time.Now(), w.info(l))
+				w.chk.note(e, "%s entered in Run's fn (of %s) ttl %v", w.c.name, short(l.Owner()), ttl)
+				in = e
+			} else {
+				w.chk.note(l, "%s re-entry in Run's fn: %v", w.c.name, err)
+			}
+		}
 		select {
 		case <-time.After(hold):
 		case <-ctx.Done():
 		}
+		if in != nil && early {
+			release(in)
+			in = nil
+		}
 		w.chk.begin(l) // Run releases it after fn returns
 		held = l
 		return nil
-	})
+	}, w.opts(w.r)...)
 	if held != nil {
 		w.chk.end(held)
 		w.chk.check([]*redlock.Lock{held})
+	}
+	if in != nil {
+		w.chk.check([]*redlock.Lock{in})
+		release(in)
 	}
 	w.ops.Add(1)
 }
@@ -321,13 +540,20 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 	}
 }
 
-// startWorkers starts perKey workers on each key, spread over the Clients.
+// startWorkers starts the workers of every key (keySpecs), spread over
+// the Clients.
 func startWorkers(cs []*client, chk *checker, sd uint64, stop *atomic.Bool, ops *atomic.Int64) *sync.WaitGroup {
 	var wg sync.WaitGroup
-	for k := 0; k < keysN; k++ {
-		for g := 0; g < perKey; g++ {
-			w := &worker{chk: chk, c: cs[g%len(cs)], key: fmt.Sprintf("key%d", k),
-				r: mrand.New(mrand.NewPCG(sd, uint64(k*perKey+g+1))), ops: ops, stop: stop}
+	n := 0
+	specs := keySpecs
+	if named("types") { // the plain keys only, as many workers as before the types
+		specs = []keySpec{{"key0", "plain", 10}, {"key1", "plain", 10}, {"key2", "plain", 10}}
+	}
+	for k, ks := range specs {
+		for g := 0; g < ks.workers; g++ {
+			n++
+			w := &worker{chk: chk, c: cs[(k+g)%len(cs)], all: cs, key: ks.name, typ: ks.typ,
+				r: mrand.New(mrand.NewPCG(sd, uint64(n))), ops: ops, stop: stop}
 			wg.Add(1)
 			go func() { defer wg.Done(); w.run() }()
 		}
@@ -352,6 +578,7 @@ func TestInvariant(t *testing.T) {
 	cl := startCluster(t, persistent)
 	chk := newChecker(t, cl.nodes)
 	cs := clients(t, cl, chk)
+	begin := time.Now()
 	var stop, stopSampler atomic.Bool
 	var ops atomic.Int64
 	workers := startWorkers(cs, chk, sd, &stop, &ops)
@@ -397,8 +624,13 @@ func TestInvariant(t *testing.T) {
 		}
 	}
 	t.Logf("%d operations, %d locks, %d checks against the nodes, faults %v", ops.Load(), len(chk.recs), chk.samples.Load(), faults)
-	if n := chk.count.Load(); n > 0 {
+	t.Logf("locks by type: %s", chk.kinds())
+	t.Logf("locks per key per %v: %s", dur/10, chk.perKey(begin, dur/10))
+	t.Logf("failed acquisitions per %v: %s", dur/10, chk.failures(begin, dur/10))
+	if n := chk.count.Load(); n > 0 || os.Getenv("INVARIANT_FAULTS") != "" {
 		t.Logf("faults:\n%s", joinLines(faultLog))
+	}
+	if n := chk.count.Load(); n > 0 {
 		t.Errorf("%d violations of the promise by %d Locks or pairs (seed %d); the first of each:\n%s", n, len(chk.seen), sd, joinLines(chk.found))
 	}
 }
@@ -477,5 +709,125 @@ func TestInvariantCheckerCanFail(t *testing.T) {
 		t.Logf("seen, as it must be: %s", chk.found[0])
 		_ = lb.Release(ctx)
 		_ = la.Release(ctx)
+	})
+}
+
+// TestInvariantCheckerCanFailTypes breaks each lock type's promise on
+// purpose (keys or entries deleted behind the library's back) and
+// requires the checker to see it, and to see nothing in the states each
+// type allows (readers together, entries of one hold, n permits).
+func TestInvariantCheckerCanFailTypes(t *testing.T) {
+	cl := startCluster(t, 0)
+	a := newClient(t, cl.urls(), redlock.WithName("a"))
+	defer closeGuarded(t, "a", a)
+	b := newClient(t, cl.urls(), redlock.WithName("b"))
+	defer closeGuarded(t, "b", b)
+	ctx, cancel := bg(time.Minute)
+	defer cancel()
+	name := map[*redlock.Client]string{a: "a", b: "b"}
+	take := func(t *testing.T, chk *checker, c *redlock.Client, key string, ty typed, opts ...redlock.LockOption) *redlock.Lock {
+		t.Helper()
+		ctx := ctx
+		if ty.parent != nil {
+			ctx = redlock.WithLock(ctx, ty.parent)
+		}
+		call := time.Now()
+		l, err := c.TryLock(ctx, key, 20*time.Second, opts...)
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		chk.acquiredTyped(l, name[c], call, time.Now(), ty)
+		return l
+	}
+	quiet := func(t *testing.T, chk *checker, what string) {
+		t.Helper()
+		chk.sampleAll()
+		chk.overlaps()
+		if chk.count.Load() != 0 {
+			t.Fatalf("%s: the checker reports what the type allows: %v", what, chk.found)
+		}
+	}
+	must := func(t *testing.T, chk *checker, prefix, what string) {
+		t.Helper()
+		chk.sampleAll()
+		chk.overlaps()
+		for _, f := range chk.found {
+			if strings.HasPrefix(f, prefix) {
+				t.Logf("seen, as it must be: %s", f)
+				return
+			}
+		}
+		t.Fatalf("the checker did not see %s (%q): %v", what, prefix, chk.found)
+	}
+	release := func(ls ...*redlock.Lock) {
+		for _, l := range ls {
+			_ = l.Release(ctx)
+		}
+	}
+	t.Run("rw: a writer with readers", func(t *testing.T) {
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		r1 := take(t, chk, a, "rw", typed{}, redlock.ReadLock())
+		r2 := take(t, chk, b, "rw", typed{}, redlock.ReadLock())
+		quiet(t, chk, "two readers")
+		chk.delAll(t, "rw")
+		w := take(t, chk, b, "rw", typed{}, redlock.WriteLock())
+		must(t, chk, `(2) key "rw"`, "a writer held with readers")
+		must(t, chk, `(1) key "rw"`, "readers whose entries are gone")
+		release(r1, r2, w)
+	})
+	t.Run("reentrant: an entry's field gone", func(t *testing.T) {
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		outer := take(t, chk, a, "re1", typed{}, redlock.Reentrant())
+		inner := take(t, chk, a, "re1", typed{parent: outer}, redlock.Reentrant())
+		quiet(t, chk, "two entries of one hold")
+		for i, ad := range chk.admin {
+			if err := ad.HDel(ctx, "re1", inner.Owner()).Err(); err != nil {
+				t.Fatalf("HDEL on node %d: %v", i, err)
+			}
+		}
+		if v := chk.verify(outer); v != "" {
+			t.Fatalf("the outer entry, untouched, is reported: %s", v)
+		}
+		if v := chk.verify(inner); v == "" {
+			t.Fatalf("the checker did not see an entry whose field is gone from every node")
+		} else {
+			t.Logf("seen, as it must be: %s", v)
+		}
+		release(inner, outer)
+	})
+	t.Run("reentrant: two holds", func(t *testing.T) {
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		outer := take(t, chk, a, "re2", typed{}, redlock.Reentrant())
+		inner := take(t, chk, a, "re2", typed{parent: outer}, redlock.Reentrant())
+		quiet(t, chk, "two entries of one hold")
+		chk.delAll(t, "re2")
+		other := take(t, chk, b, "re2", typed{parent: outer}, redlock.Reentrant()) // b's, with outer in its ctx: a hold of its own
+		must(t, chk, `(2) key "re2"`, "two reentrant holds at once")
+		release(inner, outer, other)
+	})
+	t.Run("semaphore: more holders than permits", func(t *testing.T) {
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		p1 := take(t, chk, a, "sem", typed{sem: "sem", permits: 2}, redlock.Permits(2))
+		p2 := take(t, chk, b, "sem", typed{sem: "sem", permits: 2}, redlock.Permits(2))
+		quiet(t, chk, "two holders of two permits")
+		// A holder that thinks the semaphore has 3 permits is a third
+		// holder of the 2 the others count on.
+		p3 := take(t, chk, b, "sem", typed{sem: "sem", permits: 2}, redlock.Permits(3))
+		must(t, chk, `(2) semaphore "sem" of 2 permits: 3 Locks`, "three holders of two permits")
+		release(p1, p2, p3)
+	})
+	t.Run("semaphore: a permit taken twice", func(t *testing.T) {
+		chk := newChecker(t, cl.nodes)
+		chk.silent = true
+		p1 := take(t, chk, a, "sem2", typed{sem: "sem2", permits: 1}, redlock.Permits(1))
+		chk.delAll(t, redlock.PermitKey("sem2", 0))
+		p2 := take(t, chk, b, "sem2", typed{sem: "sem2", permits: 1}, redlock.Permits(1))
+		must(t, chk, `(2) key "{sem2}:permit:0"`, "one permit held twice")
+		must(t, chk, `(2) semaphore "sem2" of 1 permits: 2 Locks`, "two holders of one permit")
+		release(p1, p2)
 	})
 }

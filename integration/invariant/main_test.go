@@ -1,8 +1,10 @@
 // Package invariant checks the library's promise through its public API
 // only, against 5 real redis-server nodes: a Lock that reports held is
 // held on a quorum of nodes for at least the validity it reports, and no
-// two Locks of one key report held at once. A randomized concurrent
-// workload runs under node faults (TestInvariant); focused tests reproduce
+// two Locks of one key that exclude each other report held at once
+// (readers share, the entries of one reentrant hold share, a semaphore
+// of n permits admits n). A randomized concurrent workload of every lock
+// type runs under node faults (TestInvariant); focused tests reproduce
 // single races deterministically or nearly so.
 package invariant
 
