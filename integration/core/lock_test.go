@@ -890,6 +890,12 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	// the Client's TTL register, so that what goes to the frozen node
 	// from here on is the rounds' own commands.
 	lock("warm")
+	// Release returns at quorum: freeze node 4 only once the warm-up's
+	// release has reached it, or a loaded machine leaves "warm" there.
+	waitUntil(t, "the warm-up's release on node 4", func() bool {
+		keys, err := lockKeys(ctx, frozen)
+		return err == nil && len(keys) == 0
+	})
 	// The first call to the frozen node is sent like any other and times
 	// out at the node deadline; probing starts from there.
 	frozen.Freeze()
