@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"strconv"
 
 	"github.com/redlock-go/redlock/internal/node"
@@ -149,7 +150,7 @@ func (r *request) checkKind(keys []string, clientFencing bool) error {
 // attempt, no wait); any other call on a key the parent holds would wait
 // for the caller itself and is refused.
 func (r *request) enter(parent *Lock) error {
-	if parent.name != r.keys[0] && !contains(parent.keys, r.keys[0]) || parent.kind.k == KindSemaphore && r.o.kind.k == KindSemaphore {
+	if parent.name != r.keys[0] && !slices.Contains(parent.keys, r.keys[0]) || parent.kind.k == KindSemaphore && r.o.kind.k == KindSemaphore {
 		return nil // another key, or a second permit
 	}
 	err := parent.Err()
@@ -164,15 +165,6 @@ func (r *request) enter(parent *Lock) error {
 	}
 	r.hold, r.retry = parent.hold, false
 	return nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // permitFrom is where a semaphore's attempt starts among its n permits.

@@ -8,16 +8,18 @@ local out = {}
 local k = 1
 for a = 1, #ARGV, 3 do
   local n, owner, ttl = tonumber(ARGV[a]), ARGV[a + 1], ARGV[a + 2]
-  local ok = 1
+  local ok, shape = 1, {}
   for i = k, k + n - 1 do
-    if not holds(KEYS[i], owner) then
+    local held, is_plain = holds(KEYS[i], owner)
+    if not held then
       ok = 0
       break
     end
+    shape[i] = is_plain
   end
   if ok == 1 then
     for i = k, k + n - 1 do
-      renew(KEYS[i], owner, ttl)
+      renew(KEYS[i], owner, ttl, shape[i])
     end
   end
   out[#out + 1] = ok

@@ -8,8 +8,9 @@
 -- Returns how many holds were deleted.
 local n = 0
 for i = 1, #KEYS do
-  if holds(KEYS[i], ARGV[1]) then
-    if drop(KEYS[i], ARGV[1]) and ARGV[2] ~= '' then
+  local held, is_plain = holds(KEYS[i], ARGV[1])
+  if held then
+    if drop(KEYS[i], ARGV[1], is_plain) and ARGV[2] ~= '' then
       redis.pcall('PUBLISH', ARGV[2] .. (ARGV[3] or KEYS[i]), ARGV[1])
     end
     n = n + 1

@@ -53,20 +53,21 @@ local function plain(k)
   return true, v
 end
 
--- holds reports whether k holds owner: a plain lock's value, or a live
--- entry of a typed lock.
+-- holds reports whether k holds owner (a plain lock's value, or a live
+-- entry of a typed lock) and whether k is a plain lock, for renew and drop.
 local function holds(k, owner)
   local ok, v = plain(k)
   if ok then
-    return v == owner
+    return v == owner, true
   end
   local e = redis.call('HGET', k, owner)
-  return type(e) == 'string' and (tonumber(e) or 0) > now_ms()
+  return type(e) == 'string' and (tonumber(e) or 0) > now_ms(), false
 end
 
--- renew resets the TTL of owner's hold of k (which holds it) to ttl ms.
-local function renew(k, owner, ttl)
-  if plain(k) then
+-- renew resets the TTL of owner's hold of k (which holds it; is_plain as
+-- holds said) to ttl ms.
+local function renew(k, owner, ttl, is_plain)
+  if is_plain then
     redis.call('PEXPIRE', k, ttl)
     return
   end
@@ -75,10 +76,11 @@ local function renew(k, owner, ttl)
   settle(k, now)
 end
 
--- drop deletes owner's hold of k (which holds it). Returns whether k is
--- gone (a typed lock may have other holders left).
-local function drop(k, owner)
-  if plain(k) then
+-- drop deletes owner's hold of k (which holds it; is_plain as holds
+-- said). Returns whether k is gone (a typed lock may have other holders
+-- left).
+local function drop(k, owner, is_plain)
+  if is_plain then
     redis.call('DEL', k)
     return true
   end

@@ -18,7 +18,7 @@ if t == 'hash' then
     return redis.error_reply('REDLOCKTYPE ' .. k .. ' is not a ' .. kind .. ' lock')
   end
   if redis.call('HEXISTS', k, owner) == 1 then -- this attempt, sent again
-    renew(k, owner, ttl)
+    renew(k, owner, ttl, false)
     return 1
   end
   if settle(k, now) == 0 then
