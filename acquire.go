@@ -164,7 +164,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		if res, err = c.attemptN(ctx, r, n); err != nil {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		}
-		c.raced(queue, res.lock != nil, woken, res.out.Votes)
+		c.raced(queue, r.o.kind, res.lock != nil, woken, res.out.Votes)
 		if res.lock != nil {
 			if r.o.kind.shared() {
 				t.Leave() // the next local waiter may get in beside it: it tries now

@@ -99,10 +99,10 @@ type rival struct {
 func rivalWait(losses int) int { return 2 * max(0, 3-losses) }
 
 // raceDelay returns how long this Client's head of key waits before its
-// next attempt: only plain locks and permits, which are passed in runs,
-// give way (the other types have no runs to share out).
+// next attempt: only types passed in runs give way (the others have no
+// runs to share out).
 func (c *Client) raceDelay(key string, k kind) time.Duration {
-	if k.k != "" && k.k != KindSemaphore {
+	if !k.runs() {
 		return 0
 	}
 	rs := &c.rivals
@@ -115,12 +115,19 @@ func (c *Client) raceDelay(key string, k kind) time.Duration {
 	return time.Duration(rivalWait(r.losses)) * r.unit
 }
 
-// raced records the outcome of an attempt by this Client's head of key:
-// won on the nodes or lost, and the round's votes; woken: the attempt
-// followed a release notification (a race; an attempt on the backoff
-// timer that finds the key held lost no race, and a head that polls more
-// often must not get ahead).
-func (c *Client) raced(key string, won, woken bool, votes []quorum.Vote) {
+// raced records the outcome of an attempt by this Client's head of key
+// (of type k): won on the nodes or lost, and the round's votes; woken: the
+// attempt followed a release notification (a race; an attempt on the
+// backoff timer that finds the key held lost no race, and a head that
+// polls more often must not get ahead).
+func (c *Client) raced(key string, k kind, won, woken bool, votes []quorum.Vote) {
+	if !k.runs() {
+		return
+	}
+	var unit time.Duration
+	if won {
+		unit = c.quorumLatency(votes) // outside the lock
+	}
 	rs := &c.rivals
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -139,8 +146,7 @@ func (c *Client) raced(key string, won, woken bool, votes []quorum.Vote) {
 		r.contended = true
 		return
 	}
-	r.losses = 0
-	r.unit = c.quorumLatency(votes)
+	r.losses, r.unit = 0, unit
 }
 
 // leftRace forgets key once this Client has no waiter for it.

@@ -172,12 +172,22 @@ func (c *Client) permitFrom(n int) int { return mrand.IntN(n) }
 
 // queue is the key of the request's local queue and of the release
 // notifications that wake it.
-func (r *request) queue() string {
-	if r.o.kind.k == KindSemaphore {
-		return permitsChannel(r.keys[0])
+func (r *request) queue() string { return r.o.kind.waitKey(r.keys[0]) }
+
+// waitKey is the local queue and release channel of a lock of this type
+// asked for key: a semaphore's permits all wake its waiters.
+func (k kind) waitKey(key string) string {
+	if k.k == KindSemaphore {
+		return permitsChannel(key)
 	}
-	return r.keys[0]
+	return key
 }
+
+// runs reports a type whose holds are passed between this Client's
+// waiters in runs (see WithLocalHandoff): a plain lock or a semaphore's
+// permit (the typed locks' entries each have their own owner value on
+// the nodes; a fair lock goes to the next ticket, which may be remote).
+func (k kind) runs() bool { return k.k == "" || k.k == KindSemaphore }
 
 // typedCmd is the acquisition of a reentrant or read-write lock.
 func (r *request) typedCmd(key, owner string) *node.Cmd {
@@ -216,18 +226,10 @@ func (l *Lock) Kind() Kind {
 
 // waitKey is the key of the local queue the Lock is handed on in and of its
 // release notifications (see request.queue).
-func (l *Lock) waitKey() string {
-	if l.kind.k == KindSemaphore {
-		return permitsChannel(l.name)
-	}
-	return l.keys[0]
-}
+func (l *Lock) waitKey() string { return l.kind.waitKey(l.name) }
 
-// handsOn reports whether l's type may be passed to a local waiter: a
-// plain lock or a semaphore's permit (the typed locks' entries are not
-// passed: each has its own owner value on the nodes; a fair lock goes to
-// the next ticket, which may be remote).
-func (l *Lock) handsOn() bool { return l.kind.k == "" || l.kind.k == KindSemaphore }
+// handsOn reports whether l's type may be passed to a local waiter.
+func (l *Lock) handsOn() bool { return l.kind.runs() }
 
 // releaseCmd deletes l on a node, announcing it (for the waiters of
 // package handoff) or not.
