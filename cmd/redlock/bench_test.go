@@ -91,24 +91,8 @@ func TestContentionHandoffFields(t *testing.T) {
 // binary started again as `bench worker`) and 10 watchdog locks; the JSON
 // and the markdown carry their fields. Figures are not judged.
 func TestBenchProcessesWatchdog(t *testing.T) {
-	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "processes,watchdog", "--processes", "2x2", "--watchdog-locks", "10", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{"Hot key across processes: 2 processes x 2 workers", "Cost of held locks", "no process starved", "Time per scenario"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	_, r, dir := runBench(t, []string{"Hot key across processes: 2 processes x 2 workers", "Cost of held locks", "no process starved", "Time per scenario"},
+		"--quick", "--only", "processes,watchdog", "--processes", "2x2", "--watchdog-locks", "10")
 	for _, lib := range []string{"redlock", "redsync"} {
 		p := r.Processes[lib]
 		if p.Processes != 2 || p.Workers != 2 || len(p.PerProcess) != 2 || p.Acquisitions == 0 || p.Utilization <= 0 || p.WaitMaxUs <= 0 {
@@ -125,6 +109,10 @@ func TestBenchProcessesWatchdog(t *testing.T) {
 		}
 	}
 	// The raw keys, as a reader of the JSON sees them.
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, key := range []string{`"hot_key_processes"`, `"process_min_max"`, `"worker_min_max"`, `"watchdog_cost_by_locks"`,
 		`"round_trips_per_interval"`, `"cpu_ms_per_interval"`, `"goroutines_idle"`, `"heap_bytes_per_lock"`, `"seconds_by_scenario"`} {
 		if !strings.Contains(string(b), key) {
@@ -146,26 +134,10 @@ func TestBenchBadFlags(t *testing.T) {
 // A short real run of two scenarios, repeated: files written, medians over
 // both runs, the runs kept in the JSON.
 func TestBenchOnlyRepeat(t *testing.T) {
-	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "independent,allocs", "--repeat", "2", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{"median of 2 runs", "Independent keys", "Allocations per acquire+release", "allocations per acquire+release, 5 nodes: <= 40"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	out, r, dir := runBench(t, []string{"median of 2 runs", "Independent keys", "Allocations per acquire+release", "allocations per acquire+release, 5 nodes: <= 40"},
+		"--quick", "--only", "independent,allocs", "--repeat", "2")
 	if strings.Contains(out, "Uncontended") {
 		t.Errorf("--only ran the uncontended scenario:\n%s", out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
 	}
 	// Whether cycles succeed depends on the machine (a loaded one under
 	// -race times out at the 50ms node timeout): only that it ran is checked.
@@ -184,27 +156,10 @@ func TestBenchOnlyRepeat(t *testing.T) {
 // table, the legend and the plot's link, the PNG is written. Figures are
 // not judged.
 func TestBenchScalingAlternatives(t *testing.T) {
-	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "scaling", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{"Scaling: independent keys", "bsm/redislock (1 node)", "rueidislock (1 node)", "what each guarantees",
-		"scaling_independent.png"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+	out, r, dir := runBench(t, []string{"Scaling: independent keys", "bsm/redislock (1 node)", "rueidislock (1 node)", "what each guarantees",
+		"scaling_independent.png"}, "--quick", "--only", "scaling")
 	if strings.Contains(out, "Uncontended") || strings.Contains(out, "Independent keys, 64") {
 		t.Errorf("--only scaling ran other scenarios:\n%s", out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
 	}
 	for _, g := range scalingGoroutines {
 		for _, lib := range scalingLibs() {
@@ -243,4 +198,30 @@ func TestPlotsWatchdogSizes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// runBench runs `redlock bench ARGS --out DIR`, fails the test unless it
+// exits 0 with every string of wants in its output, and returns the
+// output, the results.json it wrote and the directory it wrote to.
+func runBench(t *testing.T, wants []string, args ...string) (string, Results, string) {
+	t.Helper()
+	dir := t.TempDir()
+	code, out, errOut := runCmd(t, append(append([]string{"bench"}, args...), "--out", dir)...)
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range wants {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r Results
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return out, r, dir
 }

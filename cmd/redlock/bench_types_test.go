@@ -1,9 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -13,28 +10,11 @@ import (
 // and the goal. Figures and whether the goal is met are not judged: they
 // depend on the machine.
 func TestBenchTypes(t *testing.T) {
-	dir := t.TempDir()
-	code, out, errOut := runCmd(t, "bench", "--quick", "--only", "types", "--out", dir)
-	if code != exitOK {
-		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
-	}
-	for _, want := range []string{"Lock types: uncontended acquire+release", "| semaphore(3) |", "| reentrant |",
+	out, r, _ := runBench(t, []string{"Lock types: uncontended acquire+release", "| semaphore(3) |", "| reentrant |",
 		"Lock types: read-mostly hot key, 8 workers", "| 90% | ratio |", "| 100% | ratio |",
-		"read-write lock's reads/s >= 5 x the plain lock's"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q:\n%s", want, out)
-		}
-	}
+		"read-write lock's reads/s >= 5 x the plain lock's"}, "--quick", "--only", "types")
 	if strings.Contains(out, "Uncontended acquire+release\n") || strings.Contains(out, "Hot key, 5 nodes") {
 		t.Errorf("--only types ran other scenarios:\n%s", out)
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "results.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r Results
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
 	}
 	for _, l := range typeLabels {
 		if s, ok := r.TypesUncontended[l]; !ok || s.Cycles+s.Errors <= 0 {
