@@ -93,23 +93,27 @@ doctor() {
 	local name=$1 bin=$2 start urls="" pids=() i p dir verdict
 	start=$(date +%s)
 	for i in 1 2 3; do
-		p=$(freeport)
 		dir="$logs/$name-node$i"
 		mkdir -p "$dir"
-		"$bin" --port "$p" --bind 127.0.0.1 --dir "$dir" --logfile "$dir/server.log" --save "" \
-			--appendonly yes --appendfsync always --protected-mode no --daemonize no &
-		pids+=($!)
-		for _ in $(seq 100); do
-			redis-cli -p "$p" ping >/dev/null 2>&1 && break
-			sleep 0.1
+		# Another process may take the port between freeport and the bind
+		# (the server then exits): try another port, a few times.
+		for try in 1 2 3 4 5; do
+			p=$(freeport)
+			"$bin" --port "$p" --bind 127.0.0.1 --dir "$dir" --logfile "$dir/server.log" --save "" \
+				--appendonly yes --appendfsync always --protected-mode no --daemonize no &
+			pids+=($!)
+			for _ in $(seq 100); do
+				redis-cli -p "$p" ping >/dev/null 2>&1 && break
+				kill -0 "$!" 2>/dev/null || break
+				sleep 0.1
+			done
+			redis-cli -p "$p" info server 2>/dev/null | grep -q "^process_id:$!" && break
+			echo "matrix: $name node on port $p did not come up (try $try)" >&2
 		done
-		# Another process may have taken the port in between: check it is ours.
-		redis-cli -p "$p" info server | grep -q "^process_id:$!" ||
-			{ echo "matrix: $name node on port $p did not come up" >&2; }
 		urls="$urls${urls:+,}redis://127.0.0.1:$p"
 	done
 	"$logs/redlock" doctor --node-timeout 1s --nodes "$urls" >"$logs/$name-doctor.log" 2>&1 || true
-	probe "$p" >"$logs/$name-probe.txt"
+	probe "$p" >"$logs/$name-probe.txt" || true # the nodes are killed whatever it says
 	kill "${pids[@]}" 2>/dev/null || true
 	wait "${pids[@]}" 2>/dev/null || true
 	verdict=$(sed -n 's/^verdict: //p' "$logs/$name-doctor.log")
