@@ -73,7 +73,7 @@ type QuorumError struct {
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": %s %q: %d yes of %d needed", e.Op, e.Keys, e.Got, e.Need)
+	fmt.Fprintf(&b, ": %s %s: %d yes of %d needed", e.Op, quoteKeys(e.Keys), e.Got, e.Need)
 	if len(e.Nodes) > 0 {
 		fmt.Fprintf(&b, ", %d nodes", len(e.Nodes))
 	}
@@ -119,4 +119,33 @@ func (e *QuorumError) Unwrap() []error {
 
 func invalid(format string, args ...interface{}) error {
 	return fmt.Errorf("%w: "+format, append([]interface{}{ErrInvalidArgument}, args...)...)
+}
+
+// shortKey quotes k for a message, cut to its first 64 bytes.
+func shortKey(k string) string {
+	const most = 64
+	if len(k) <= most {
+		return fmt.Sprintf("%q", k)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", k[:most], len(k))
+}
+
+// quoteKeys quotes keys for a message: each cut to 64 bytes (shortKey), at
+// most 8 of them, so that a message stays short whatever the input.
+func quoteKeys(keys []string) string {
+	const most = 8
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, k := range keys {
+		if i == most {
+			fmt.Fprintf(&b, " ... (%d keys)", len(keys))
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(shortKey(k))
+	}
+	b.WriteByte(']')
+	return b.String()
 }

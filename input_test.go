@@ -227,3 +227,55 @@ func TestNewFromURLsDialsOnce(t *testing.T) {
 		}
 	}
 }
+
+// A TTL over MaxTTL, a key over MaxKeyLen and a lease over MaxTTL are
+// refused before any traffic (the nodes are unreachable: a call that sent
+// would fail with ErrNotObtained instead), and the message stays short.
+func TestBoundsRefusedBeforeTraffic(t *testing.T) {
+	c, err := New(unreachable(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	huge := strings.Repeat("k", 10*MaxKeyLen)
+	cases := []struct {
+		name string
+		call func() error
+		want string
+	}{
+		{"ttl over MaxTTL", func() error { _, err := c.TryLock(ctx, "k", MaxTTL+time.Millisecond); return err }, "longer than MaxTTL"},
+		{"100 years", func() error { _, err := c.TryLock(ctx, "k", 100*365*24*time.Hour); return err }, "longer than MaxTTL"},
+		{"key over MaxKeyLen", func() error { _, err := c.TryLock(ctx, huge, time.Second); return err }, "at most MaxKeyLen"},
+		{"one long key of many", func() error { _, err := c.TryLockKeys(ctx, []string{"a", huge}, time.Second); return err }, "at most MaxKeyLen"},
+	}
+	for _, tc := range cases {
+		err := tc.call()
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want ErrInvalidArgument: %s", tc.name, err, tc.want)
+		}
+		if err != nil && len(err.Error()) > 300 {
+			t.Errorf("%s: message of %d bytes", tc.name, len(err.Error()))
+		}
+	}
+	if _, err := New(unreachable(3), WithWatchdog(MaxTTL+time.Second, 0)); !errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("lease over MaxTTL: %v, want ErrInvalidArgument", err)
+	}
+	// At the bounds: accepted (and so sent: the nodes are unreachable).
+	if _, err := c.TryLock(ctx, strings.Repeat("k", MaxKeyLen), MaxTTL); errors.Is(err, ErrInvalidArgument) {
+		t.Errorf("at the bounds: %v", err)
+	}
+}
+
+func TestQuoteKeysBounded(t *testing.T) {
+	keys := make([]string, 100)
+	for i := range keys {
+		keys[i] = strings.Repeat("x", 500)
+	}
+	if s := quoteKeys(keys); len(s) > 8*80+40 {
+		t.Errorf("quoteKeys of 100 long keys: %d bytes", len(s))
+	}
+	if s := quoteKeys([]string{"a", "b"}); s != `["a" "b"]` {
+		t.Errorf("quoteKeys = %s", s)
+	}
+}

@@ -286,9 +286,9 @@ func (l *Lock) Err() error {
 // expired is the cause of a Lock whose deadline passed without a renewal.
 func (l *Lock) expired() error {
 	if mh := l.maxHold; l.watchdog && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
-		return fmt.Errorf("%w: %q: the validity ran out at the max hold of %v: %w", ErrLockLost, l.keys, mh, ErrMaxHold)
+		return fmt.Errorf("%w: %s: the validity ran out at the max hold of %v: %w", ErrLockLost, quoteKeys(l.keys), mh, ErrMaxHold)
 	}
-	return fmt.Errorf("%w: %q: the validity ran out before a renewal succeeded", ErrLockLost, l.keys)
+	return fmt.Errorf("%w: %s: the validity ran out before a renewal succeeded", ErrLockLost, quoteKeys(l.keys))
 }
 
 // armExpiry sets the timer that ends the Lock at its deadline, if it is
@@ -492,13 +492,13 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	expired := false
 	switch {
 	case l.ended != nil || l.phase == releasing:
-		err = fmt.Errorf("%w: %s %q: lock was released or lost", ErrNotHeld, o, l.keys)
+		err = fmt.Errorf("%w: %s %s: lock was released or lost", ErrNotHeld, o, quoteKeys(l.keys))
 	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
 		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
 	case l.remaining() <= 0:
 		err, expired = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrLockLost}, true
 	case l.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(l.maxHold)):
-		err = fmt.Errorf("%w: %s %q by %v would pass the max hold of %v", ErrMaxHold, o, l.keys, ttl, l.maxHold)
+		err = fmt.Errorf("%w: %s %s by %v would pass the max hold of %v", ErrMaxHold, o, quoteKeys(l.keys), ttl, l.maxHold)
 		if o == opRenew {
 			c.renewer.remove(l)
 		}

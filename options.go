@@ -30,6 +30,18 @@ const (
 	DefaultDriftEvery = time.Second
 )
 
+// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
+// ones are refused with ErrInvalidArgument before any traffic. A node that
+// restarts empty is kept out of quorums for as long as a lock it held may
+// still be alive, so one lock of a year would cost every restart a year;
+// work of unknown length holds its lock with Watchdog instead.
+const MaxTTL = 24 * time.Hour
+
+// MaxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
+// are refused with ErrInvalidArgument before any traffic. Error messages
+// and logs show at most the first 64 bytes of a key.
+const MaxKeyLen = 1024
+
 // Quorum says how many nodes must agree. The zero value is Majority.
 type Quorum struct{ k int } // k: 0 majority, -1 all, >0 at least k
 
@@ -294,6 +306,8 @@ func (o *options) validate(n int) error {
 		return invalid("drift monitor interval %v must not be negative", o.driftEvery)
 	case o.clock == nil:
 		return invalid("nil clock")
+	case o.lease > MaxTTL:
+		return invalid("watchdog lease %v is longer than MaxTTL (%v)", o.lease, MaxTTL)
 	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):
 		return invalid("watchdog lease %v renewed every %v: need a lease of at least 1ms and 0 < interval < its validity", o.lease, o.renewEvery)
 	}

@@ -453,19 +453,22 @@ func (c *Client) checkKeys(keys []string, fencing bool) error {
 		if k == "" {
 			return invalid("empty key")
 		}
+		if len(k) > MaxKeyLen {
+			return invalid("key %s is %d bytes; at most MaxKeyLen (%d) are accepted", shortKey(k), len(k), MaxKeyLen)
+		}
 		if _, dup := seen[k]; dup {
-			return invalid("duplicate key %q", k)
+			return invalid("duplicate key %s", shortKey(k))
 		}
 		seen[k] = struct{}{}
 		if c.cluster && fencing && node.Slot(FenceKey(k)) != node.Slot(k) {
-			return invalid("key %q: its fence register %q would be in another cluster hash slot; use a {hash tag}", k, FenceKey(k))
+			return invalid("key %s: its fence register would be in another cluster hash slot; use a {hash tag}", shortKey(k))
 		}
 	}
 	if c.cluster && len(keys) > 1 {
 		s := node.Slot(keys[0])
 		for _, k := range keys[1:] {
 			if node.Slot(k) != s {
-				return invalid("keys %q and %q are in different cluster hash slots; use a {hash tag}", keys[0], k)
+				return invalid("keys %s and %s are in different cluster hash slots; use a {hash tag}", shortKey(keys[0]), shortKey(k))
 			}
 		}
 	}
@@ -475,6 +478,9 @@ func (c *Client) checkKeys(keys []string, fencing bool) error {
 func (c *Client) checkTTL(ttl time.Duration) error {
 	if ttl.Milliseconds() < 1 {
 		return invalid("ttl %v must be at least 1ms", ttl)
+	}
+	if ttl > MaxTTL {
+		return invalid("ttl %v is longer than MaxTTL (%v); hold longer work with Watchdog", ttl, MaxTTL)
 	}
 	if d := DriftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
 		return invalid("ttl %v is not longer than the drift budget %v plus min validity %v", ttl, d, c.o.minValidity)

@@ -39,7 +39,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return invalid("nil context")
 	}
 	if !c.enter() {
-		return fmt.Errorf("%w: release %q: %w: the lock stays until its TTL", ErrNotHeld, l.keys, ErrClosed)
+		return fmt.Errorf("%w: release %s: %w: the lock stays until its TTL", ErrNotHeld, quoteKeys(l.keys), ErrClosed)
 	}
 	begin := c.o.clock.Now()
 	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.token == 0 && l.handsOn() && c.hub.Queued(l.waitKey())
@@ -47,7 +47,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
 	switch {
 	case again:
-		o.err = fmt.Errorf("%w: release %q: lock was already released", ErrNotHeld, l.keys)
+		o.err = fmt.Errorf("%w: release %s: lock was already released", ErrNotHeld, quoteKeys(l.keys))
 	case next != nil && c.hub.Offer(l.waitKey(), next, next.fits, c.releaseUntaken):
 		l.markPassed()
 		o.passed = true
@@ -96,7 +96,7 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 	}
 	switch {
 	case lost != nil:
-		return fmt.Errorf("%w: release %q: %w", ErrNotHeld, l.keys, lost), out
+		return fmt.Errorf("%w: release %s: %w", ErrNotHeld, quoteKeys(l.keys), lost), out
 	case !out.Reached:
 		return &QuorumError{Op: "release", Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 			Nodes: c.results(out), Err: ErrNotHeld}, out

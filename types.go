@@ -158,7 +158,7 @@ func (r *request) enter(parent *Lock) error {
 		return nil // over: the call takes a hold of its own
 	}
 	if r.o.kind.k != KindReentrant || parent.kind.k != KindReentrant {
-		return fmt.Errorf("%w: %s lock of %q asked while holding its %s lock", ErrHeldByCaller, r.o.kind.of(), r.keys[0], parent.kind.of())
+		return fmt.Errorf("%w: %s lock of %s asked while holding its %s lock", ErrHeldByCaller, r.o.kind.of(), shortKey(r.keys[0]), parent.kind.of())
 	}
 	if err != nil {
 		return &QuorumError{Op: "acquire", Keys: r.keys, Need: parent.c.need, Err: ErrNotObtained, Cause: err}
