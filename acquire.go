@@ -15,11 +15,12 @@ type request struct {
 	keys     []string
 	ttl      time.Duration // the lease in watchdog mode
 	o        callOptions   // the Client's, with the call's LockOptions
+	typ      lockType      // the lock's type, picked from o (kinds.go)
 	watchdog bool
 	retry    bool
 	begin    time.Time
-	hold     string      // a reentrant entry: the hold it enters (types.go)
-	waiter   node.Waiter // a queued fair waiter (fair.go)
+	hold     string      // a reentrant entry: the hold it enters (kind_reentrant.go)
+	waiter   node.Waiter // a queued fair waiter (kind_fair.go)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -47,15 +48,19 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if err := r.o.validate(); err != nil {
 		return nil, err
 	}
-	if err := r.checkKind(keys, c.o.fencing); err != nil {
-		return nil, err
-	}
-	if err := c.checkKeys(keys, r.o.fencing); err != nil {
+	if err := c.checkKeys(keys); err != nil {
 		return nil, err
 	}
 	r.keys = append([]string(nil), keys...)
+	var err error
+	if r.typ, err = pickType(&r.o, keys, c.o.fencing); err != nil {
+		return nil, err
+	}
+	if err := r.typ.check(c, &r); err != nil {
+		return nil, err
+	}
 	if p := LockFrom(ctx); p != nil && p.c == c {
-		if err := r.enter(p); err != nil {
+		if err := r.enterParent(p); err != nil {
 			return nil, err
 		}
 	}
@@ -70,7 +75,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	r.begin = c.o.clock.Now()
 	ev := c.acquireEntered(ctx, r)
-	ev.kind = r.o.kind.of()
+	ev.kind = r.typ.kind()
 	c.exit()
 	c.report(ctx, ev)
 	return ev.lock, ev.err
@@ -114,8 +119,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
-	fair := r.o.kind.k == KindFair
-	if !fair && !c.hub.Queued(queue) {
+	if r.typ.tryFirst() && !c.hub.Queued(queue) {
 		n = 1
 		var err error
 		res, err = c.attemptN(ctx, r, n)
@@ -129,18 +133,11 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		}
 		idle, d = 1, c.backoff(&r.o, 1)
 	}
-	var t *handoff.Turn
-	if fair {
-		var leave func(*Lock)
-		var err error
-		if t, leave, err = c.fairEnter(ctx, &r, queue); err != nil {
-			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, attempts: 1, err: err}
-		}
-		defer func() { leave(ev.lock) }()
-	} else {
-		t = c.hub.EnterWant(queue, r)
-		defer c.leftRace(queue) // after Leave
+	t, leave, err := r.typ.queue(ctx, c, &r)
+	if err != nil {
+		return outcome{op: opAcquire, keys: r.keys, begin: r.begin, attempts: 1, err: err}
 	}
+	defer func() { leave(ev.lock) }() // after Leave
 	defer t.Leave()
 	for {
 		woken, err := t.Wait(ctx, d)
@@ -155,7 +152,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 			res.cause = err
 			return c.failed(r, n, res)
 		}
-		if y := c.raceDelay(queue, r.o.kind); y > 0 {
+		if y := c.raceDelay(queue, r.typ); y > 0 {
 			if res.cause = c.sleep(ctx, y); res.cause != nil {
 				return c.failed(r, n, res)
 			}
@@ -164,9 +161,9 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		if res, err = c.attemptN(ctx, r, n); err != nil {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		}
-		c.raced(queue, r.o.kind, res.lock != nil, woken, res.out.Votes)
+		c.raced(queue, r.typ, res.lock != nil, woken, res.out.Votes)
 		if res.lock != nil {
-			if r.o.kind.shared() {
+			if r.typ.shared() {
 				t.Leave() // the next local waiter may get in beside it: it tries now
 			} else {
 				t.LeaveHolding()
@@ -184,36 +181,23 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
-// else the failed round, undone. A semaphore's attempt tries its permits
-// one round each, from a random one, until one is won.
+// else the failed round, undone.
 func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
-	if r.o.kind.k != KindSemaphore {
-		return c.attemptKeys(ctx, r, r.keys, n)
-	}
-	from := c.permitFrom(r.o.kind.permits)
-	var res result
-	for j := 0; j < r.o.kind.permits; j++ {
-		var err error
-		key := PermitKey(r.keys[0], (from+j)%r.o.kind.permits)
-		if res, err = c.attemptKeys(ctx, r, []string{key}, n); err != nil || res.lock != nil || res.cause != nil {
-			return res, err
-		}
-	}
-	return res, nil
+	return r.typ.attempt(ctx, c, &r, n)
 }
 
 // attemptKeys makes attempt n of r on keys.
-func (c *Client) attemptKeys(ctx context.Context, r request, keys []string, n int) (result, error) {
-	a, out, err := c.try(ctx, &r, keys)
+func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n int) (result, error) {
+	a, out, err := c.try(ctx, r, keys)
 	if err != nil {
 		return result{}, err
 	}
 	res := result{owner: a.owner, out: out, cause: out.Err}
 	if res.cause == nil && !out.Reached {
-		res.cause = wrongType(out) // not retried: nothing was written
+		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
-	if r.o.fencing && out.Reached && res.cause == nil {
-		a.token, res.out = c.fence(ctx, keys, r.ttl, a, out)
+	if out.Reached && res.cause == nil {
+		a.token, res.out = r.typ.won(ctx, c, r, keys, a, out)
 	}
 	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {

@@ -24,11 +24,10 @@ const maxNodes = 64
 // clean-up (undo) or release (Lock.Release) goes out only after that node
 // answered the attempt's own command and cannot overtake it.
 type attempt struct {
-	owner  string
-	round  *quorum.Round
-	start  time.Time // when the round started: the validity counts from here
-	token  int64     // fencing token once the attempt won (WithFencing), else 0
-	fences []string  // the keys' fence registers (WithFencing), else nil
+	owner string
+	round *quorum.Round
+	start time.Time // when the round started: the validity counts from here
+	token int64     // fencing token once the attempt won (WithFencing), else 0
 }
 
 // try sends one acquisition of r on keys to every node under a fresh
@@ -41,22 +40,7 @@ func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, 
 	}
 	ttl := r.ttl
 	a := &attempt{owner: owner}
-	cmd := node.LockNew(keys, owner, ttl)
-	again := cmd // for nodes whose client may send it twice: says yes where our value is
-	switch {
-	case r.o.kind.typed():
-		cmd = r.typedCmd(keys[0], owner)
-		again = cmd
-	case r.o.kind.k == KindFair:
-		cmd = c.fairCmd(r, owner)
-		again = cmd
-	case r.o.fencing:
-		a.fences = fenceKeys(keys)
-		cmd = node.LockFenced(keys, a.fences, owner, ttl, fenceTTL(ttl))
-		again = cmd
-	case c.retries && len(keys) == 1:
-		again = node.Lock(keys, owner, ttl)
-	}
+	cmd, again := r.typ.command(c, r, keys, owner) // again: for nodes whose client may send it twice
 	c.prepare(ctx, ttl)
 	mark := c.rel.mark()
 	a.start = c.o.clock.Now()

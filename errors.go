@@ -30,6 +30,17 @@ var (
 	ErrInvalidArgument = errors.New("redlock: invalid argument")
 	// ErrClosed: the Client was closed.
 	ErrClosed = errors.New("redlock: client closed")
+	// ErrWrongType: a typed Lock call met a key that a node holds as
+	// another type of lock, or as data that is not a lock. Nothing was
+	// written; the call is not retried. A plain call never returns it: to
+	// a plain lock any existing key is held.
+	ErrWrongType = errors.New("redlock: key holds another type of lock")
+	// ErrHeldByCaller: the call's ctx carries a Lock of this Client on
+	// the same key (WithLock, Run) and waiting would deadlock on it: a
+	// second Lock without Reentrant on both, a write lock asked by a
+	// reader (upgrade), or a permit of a semaphore of one. Refused before
+	// any traffic.
+	ErrHeldByCaller = errors.New("redlock: key is held by the caller")
 )
 
 // errDiscounted is a discounted vote's reason when its gate cleared

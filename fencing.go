@@ -64,6 +64,34 @@ func FenceKey(k string) string {
 	return "{" + k + "}:fence"
 }
 
+// fenced is a plain lock with a fencing token (WithFencing): its script
+// raises the keys' fence registers as it grants, and the token is made
+// from a quorum's candidates (fence). It is never handed on locally:
+// every holder gets a token of its own.
+type fenced struct{ plain }
+
+// check refuses, on a cluster, a key whose fence register would be in
+// another hash slot.
+func (fenced) check(c *Client, r *request) error {
+	for _, k := range r.keys {
+		if c.cluster && node.Slot(FenceKey(k)) != node.Slot(k) {
+			return invalid("key %s: its fence register would be in another cluster hash slot; use a {hash tag}", shortKey(k))
+		}
+	}
+	return nil
+}
+
+func (fenced) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
+	cmd = node.LockFenced(keys, fenceKeys(keys), owner, r.ttl, fenceTTL(r.ttl))
+	return cmd, cmd
+}
+
+func (fenced) won(ctx context.Context, c *Client, r *request, keys []string, a *attempt, out quorum.Outcome) (int64, quorum.Outcome) {
+	return c.fence(ctx, keys, r.ttl, a, out)
+}
+
+func (fenced) runs() bool { return false }
+
 func fenceKeys(keys []string) []string {
 	f := make([]string, len(keys))
 	for i, k := range keys {
@@ -103,7 +131,7 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a 
 	if held >= c.need {
 		return top, out
 	}
-	raise := node.RaiseFence(keys, a.fences, a.owner, top, fenceTTL(ttl))
+	raise := node.RaiseFence(keys, fenceKeys(keys), a.owner, top, fenceTTL(ttl))
 	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (int64, bool, error) {
 		if low&(1<<i) == 0 {
 			return 0, false, errNotSent

@@ -58,9 +58,9 @@ type Lock struct {
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
 	passes   int           // times the hold was passed on inside this Client in a row (passOn)
 	order    *order        // the hold's extension calls, in order per node; shared with successors
-	kind     kind          // the lock's type (types.go)
+	typ      lockType      // the lock's type (kinds.go)
 	name     string        // the key the call asked for (a semaphore's name; else keys[0])
-	hold     string        // reentrant: the hold's name on the nodes (its first entry's owner value)
+	hold     string        // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
 
 	mu        sync.Mutex
 	phase     phase
@@ -74,12 +74,13 @@ type Lock struct {
 	done      chan struct{}  // made on demand, closed when the Lock ends
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	expiry    func() bool   // stops the timer that ends the Lock at its deadline; nil if none
-	expiryAt  time.Time     // what that timer was set for
-	retry     func() bool   // stops the timer of a retried watchdog renewal; nil if none
-	queue     []*turn       // extensions waiting for their turn, in call order
-	idle      chan struct{} // made by Release while extending; closed when the extension settles
-	renewAt   int           // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
+	bound     []context.CancelCauseFunc // of the contexts bind made: cancelled as the Lock ends
+	expiry    func() bool               // stops the timer that ends the Lock at its deadline; nil if none
+	expiryAt  time.Time                 // what that timer was set for
+	retry     func() bool               // stops the timer of a retried watchdog renewal; nil if none
+	queue     []*turn                   // extensions waiting for their turn, in call order
+	idle      chan struct{}             // made by Release while extending; closed when the extension settles
+	renewAt   int                       // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 }
 
 // phase is where a Lock is in its life; see Lock.
@@ -97,11 +98,11 @@ const (
 // after Release.
 var ErrReleased = errors.New("redlock: lock released")
 
-func (c *Client) newLock(r request, keys []string, a *attempt, out quorum.Outcome) *Lock {
+func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
-		kind: r.o.kind, name: r.keys[0], hold: r.hold}
-	if l.kind.k == KindReentrant && l.hold == "" {
+		typ: r.typ, name: r.keys[0], hold: r.hold}
+	if l.hold == "" {
 		l.hold = a.owner
 	}
 	l.setVotes(out.Votes)
@@ -264,6 +265,21 @@ func (l *Lock) Context() context.Context {
 	return l.ctx
 }
 
+// bind returns a child of parent that is also cancelled, with the Lock's
+// cause, when the Lock ends: synchronously, before Done closes (Run's fn
+// ctx). The CancelFunc must be called when the child is no longer used.
+func (l *Lock) bind(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(parent)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended != nil {
+		cancel(l.ended)
+	} else {
+		l.bound = append(l.bound, cancel)
+	}
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 // Err returns nil while the lock is held and its deadline has not passed
 // (checked on the clock, not left to the timer), ErrReleased after
 // Release, and otherwise why it was lost: an error matching ErrLockLost,
@@ -348,11 +364,15 @@ func (l *Lock) endLocked(p phase, cause error) bool {
 		return false
 	}
 	l.phase, l.ended = p, cause
-	if l.done != nil {
-		close(l.done)
+	for _, cancel := range l.bound { // before Done closes: whoever sees the end sees them done
+		cancel(cause)
 	}
+	l.bound = nil
 	if l.cancel != nil {
 		l.cancel(cause)
+	}
+	if l.done != nil {
+		close(l.done)
 	}
 	for _, stop := range []func() bool{l.expiry, l.retry} {
 		if stop != nil {
@@ -667,7 +687,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // must be held.
 func (l *Lock) successor() *Lock {
 	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, order: l.order, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
-		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, kind: l.kind, name: l.name, hold: l.hold}
+		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
 	n.setVotes(l.votes)
 	return n
 }

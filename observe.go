@@ -164,7 +164,7 @@ type events struct {
 func (c *Client) report(ctx context.Context, o outcome) {
 	elapsed := c.o.clock.Now().Sub(o.begin)
 	if o.lock != nil {
-		o.kind = o.lock.kind.of()
+		o.kind = o.lock.Kind()
 	} else if o.kind == "" {
 		o.kind = KindPlain
 	}

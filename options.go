@@ -143,7 +143,7 @@ type callOptions struct {
 	retryMax    time.Duration
 	maxAttempts int
 	maxHold     time.Duration
-	kind        kind // the lock type (types.go); per call only
+	kind        kindChoice // the lock type's options (kinds.go); per call only
 }
 
 // validate checks what a call may set; New and every call with

@@ -42,7 +42,7 @@ func (c *Client) Stats() Stats {
 // the TTL it asked for. Called by the Hub with its lock held.
 func (l *Lock) fits(v any) bool {
 	r, ok := v.(request)
-	if !ok || r.watchdog != l.watchdog || r.o.fencing || r.o.kind != l.kind {
+	if !ok || r.watchdog != l.watchdog || r.typ != l.typ {
 		return false // a fenced waiter needs a token of its own; a permit fits the same semaphore
 	}
 	left := l.Remaining()
@@ -101,8 +101,8 @@ func rivalWait(losses int) int { return 2 * max(0, 3-losses) }
 // raceDelay returns how long this Client's head of key waits before its
 // next attempt: only types passed in runs give way (the others have no
 // runs to share out).
-func (c *Client) raceDelay(key string, k kind) time.Duration {
-	if !k.runs() {
+func (c *Client) raceDelay(key string, t lockType) time.Duration {
+	if !t.runs() {
 		return 0
 	}
 	rs := &c.rivals
@@ -116,12 +116,12 @@ func (c *Client) raceDelay(key string, k kind) time.Duration {
 }
 
 // raced records the outcome of an attempt by this Client's head of key
-// (of type k): won on the nodes or lost, and the round's votes; woken: the
+// (of type t): won on the nodes or lost, and the round's votes; woken: the
 // attempt followed a release notification (a race; an attempt on the
 // backoff timer that finds the key held lost no race, and a head that
 // polls more often must not get ahead).
-func (c *Client) raced(key string, k kind, won, woken bool, votes []quorum.Vote) {
-	if !k.runs() {
+func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.Vote) {
+	if !t.runs() {
 		return
 	}
 	var unit time.Duration

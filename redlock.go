@@ -421,11 +421,9 @@ func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Contex
 	if err != nil {
 		return err
 	}
-	work, cancel := context.WithCancelCause(context.WithValue(ctx, lockKey{}, l))
-	stop := context.AfterFunc(l.Context(), func() { cancel(context.Cause(l.Context())) })
+	work, cancel := l.bind(WithLock(ctx, l))
 	ferr := fn(work)
-	stop()
-	cancel(nil)
+	cancel()
 	lost := l.Err()
 	rerr := l.Release(context.WithoutCancel(ctx))
 	if lost != nil {
@@ -444,7 +442,7 @@ func LockFrom(ctx context.Context) *Lock {
 	return l
 }
 
-func (c *Client) checkKeys(keys []string, fencing bool) error {
+func (c *Client) checkKeys(keys []string) error {
 	if len(keys) == 0 {
 		return invalid("no keys")
 	}
@@ -460,9 +458,6 @@ func (c *Client) checkKeys(keys []string, fencing bool) error {
 			return invalid("duplicate key %s", shortKey(k))
 		}
 		seen[k] = struct{}{}
-		if c.cluster && fencing && node.Slot(FenceKey(k)) != node.Slot(k) {
-			return invalid("key %s: its fence register would be in another cluster hash slot; use a {hash tag}", shortKey(k))
-		}
 	}
 	if c.cluster && len(keys) > 1 {
 		s := node.Slot(keys[0])

@@ -249,7 +249,7 @@ func TestLockHandleAccessorsWithFakeClock(t *testing.T) {
 	fc := clock.NewFake(time.Unix(100, 0))
 	c := &Client{o: defaults()}
 	c.o.clock = fc
-	l := &Lock{c: c, keys: []string{"a", "b"}, owner: "0123456789abcdefghijkl", ttl: time.Second,
+	l := &Lock{c: c, typ: plain{}, keys: []string{"a", "b"}, owner: "0123456789abcdefghijkl", ttl: time.Second,
 		deadline: fc.Now().Add(Validity(time.Second, 0, c.o.driftFactor))}
 	done := l.Done() // sets the timer for the deadline, on the fake clock
 	if got := l.Remaining(); got != 988*time.Millisecond {

@@ -42,7 +42,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: release %s: %w: the lock stays until its TTL", ErrNotHeld, quoteKeys(l.keys), ErrClosed)
 	}
 	begin := c.o.clock.Now()
-	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.token == 0 && l.handsOn() && c.hub.Queued(l.waitKey())
+	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
 	left, ttl, again, lost, next := l.beginRelease(handOn)
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
 	switch {
@@ -69,11 +69,11 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 	for i := range c.nodes { // before Release can return: see releases
 		c.rel.add(i, l.keys, q)
 	}
-	announce := l.releaseCmd(true) // wakes the waiters (package handoff)
-	var plain *node.Cmd            // for nodes that do not announce (cluster)
+	announce := l.typ.release(l, true) // wakes the waiters (package handoff)
+	var plain *node.Cmd                // for nodes that do not announce (cluster)
 	for _, n := range c.nodes {
 		if !n.Announces() {
-			plain = l.releaseCmd(false)
+			plain = l.typ.release(l, false)
 			break
 		}
 	}

@@ -75,7 +75,7 @@ func parseTyped(h *NodeHold, fields map[string]string, nowMs int64) {
 	h.Entries = map[string]int64{}
 	for f, v := range fields {
 		exp, err := strconv.ParseInt(v, 10, 64)
-		if strings.HasPrefix(f, "#") || err != nil || exp <= nowMs {
+		if !strings.Contains(f, ":") || err != nil || exp <= nowMs { // entries are owner values (with a colon); metadata has none
 			continue
 		}
 		h.Entries[f] = exp - nowMs

@@ -299,7 +299,7 @@ func (x reading) holds(owner string, k redlock.Kind) (bool, time.Duration) {
 			return false, 0
 		}
 		e, ok := x.fields[owner]
-		if !ok || owner == "" || owner[0] == '#' {
+		if !ok || !strings.Contains(owner, ":") { // an entry is an owner value, which has a colon; metadata has none
 			return false, 0
 		}
 		ms, err := strconv.ParseInt(e, 10, 64)
@@ -323,7 +323,7 @@ func (x reading) other(owner string) bool {
 		return x.val != owner
 	case "hash":
 		for f := range x.fields {
-			if f != owner && !strings.HasPrefix(f, "#") {
+			if f != owner && strings.Contains(f, ":") {
 				return true
 			}
 		}

@@ -13,7 +13,13 @@
 -- before handing it out.
 local n = #KEYS / 2
 for i = 1, n do
-  local v = redis.call('GET', KEYS[i])
+  local v = redis.pcall('GET', KEYS[i]) -- WRONGTYPE: held as a typed lock or data
+  if type(v) == 'table' and v['err'] then
+    if string.find(v['err'], 'WRONGTYPE', 1, true) then
+      return 0
+    end
+    error(v)
+  end
   if v and v ~= ARGV[1] then
     return 0
   end

@@ -27,8 +27,10 @@ var (
 	lockFencedSrc string
 	//go:embed typed.lua
 	typedLib string
-	//go:embed typed_lock.lua
-	typedLockBody string
+	//go:embed reentrant_lock.lua
+	reentrantBody string
+	//go:embed rw_lock.lua
+	rwBody string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
 )
@@ -37,7 +39,8 @@ var (
 var (
 	extendSrc    = typedLib + extendBody
 	releaseSrc   = typedLib + releaseBody
-	typedLockSrc = typedLib + typedLockBody
+	reentrantSrc = typedLib + reentrantBody
+	rwSrc        = typedLib + rwBody
 )
 
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
@@ -46,7 +49,8 @@ var (
 	lockScript    = redis.NewScript(lockSrc)
 	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
-	typedScript   = redis.NewScript(typedLockSrc)
+	reentrantScr  = redis.NewScript(reentrantSrc)
+	rwScript      = redis.NewScript(rwSrc)
 	fencedScript  = redis.NewScript(lockFencedSrc)
 	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
@@ -187,30 +191,33 @@ func ReleaseAnnouncing(key, value, as string) *Cmd {
 	return c
 }
 
-// Typed lock modes (TypedLock).
-const (
-	Reentrant = "reentrant"
-	Read      = "read"
-	Write     = "write"
-)
+// ReentrantLock acquires a reentrant lock (reentrant_lock.lua) on key
+// for value with ttl: a new hold when hold is value itself, else an entry
+// of the hold named hold, which must still have a live entry there. A key
+// of another type gets an error reply starting with REDLOCKTYPE.
+func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
+	return scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold)
+}
 
-// TypedLock acquires a reentrant or read-write lock (typed_lock.lua) on
-// key for value with ttl. mode is Reentrant, Read or Write. hold is, for
-// Reentrant, the hold to enter (value itself for a new hold); intent, for
-// Write, how long a refused writer keeps new readers out. A key of
-// another type gets an error reply starting with REDLOCKTYPE.
-func TypedLock(key, value string, ttl time.Duration, mode, hold string, intent time.Duration) *Cmd {
-	return scriptCmd(typedScript, typedLockSrc, []string{key}, 1, value, ttl.Milliseconds(), mode, hold, intent.Milliseconds())
+// ReadLock acquires a reader's share of a read-write lock (rw_lock.lua) on
+// key for value with ttl: granted where no writer holds it and no refused
+// writer's intent is live. A key of another type gets an error reply
+// starting with REDLOCKTYPE.
+func ReadLock(key, value string, ttl time.Duration) *Cmd {
+	return scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read")
+}
+
+// WriteLock acquires the writer's hold of a read-write lock (rw_lock.lua)
+// on key for value with ttl: granted where nobody holds it. Refused, it
+// keeps new readers out for intent (renewed by each refused attempt).
+func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
+	return scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds())
 }
 
 // IsWrongType reports a node's refusal of a typed lock on a key of
-// another type (or of a plain lock on a typed key's script path).
+// another type or on data that is not a lock.
 func IsWrongType(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	return strings.HasPrefix(s, "REDLOCKTYPE") || strings.HasPrefix(s, "WRONGTYPE")
+	return err != nil && strings.HasPrefix(err.Error(), "REDLOCKTYPE")
 }
 
 // Announces reports whether releases on this node are announced: not on a

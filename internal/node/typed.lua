@@ -1,25 +1,33 @@
 -- Shared by the scripts that meet typed locks (prepended to them). A
--- reentrant or read-write lock is a hash: one field per holder, its owner
--- value -> its expiry in milliseconds on this node's clock, and fields
--- beginning with '#' that describe the lock: '#kind' ('reentrant' or 'rw'),
--- '#holder' (reentrant: the hold's name, the owner value of its first
--- entry), '#mode' (rw: 'r' or 'w'), '#intent' (rw: until when a refused
--- writer keeps new readers out). The key lives as long as its longest
--- entry and is deleted with its last one. A plain lock is a string.
+-- reentrant or read-write lock is a hash on each node. Its entries are the
+-- holders: owner value -> expiry in milliseconds on this node's clock. An
+-- owner value always contains a colon (Client id ':' random part) and a
+-- metadata field never does, so no Client name can make one look like the
+-- other. Metadata: '#kind' ('reentrant' or 'rw'), '#holder' (reentrant:
+-- the hold's name, the owner value of its first entry), '#mode' (rw: 'r'
+-- or 'w'), '#intent' (rw: until when a refused writer keeps new readers
+-- out). The key lives as long as its longest entry or intent: it is kept
+-- with no entry while a writer's intent is live, and deleted after that.
+-- A plain lock is a string.
 
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- settle deletes k's expired entries, then k itself if none is left, or
--- sets its TTL to its longest entry (or writer intent). Returns how many
--- entries are left.
+-- is_entry reports whether field f of a typed lock's hash is a holder's.
+local function is_entry(f)
+  return string.find(f, ':', 1, true) ~= nil
+end
+
+-- settle deletes k's expired entries and sets k's TTL to its longest live
+-- entry or writer intent; k is deleted when neither is left. Returns how
+-- many entries are left.
 local function settle(k, now)
   local all = redis.call('HGETALL', k)
   local n, top = 0, 0
   for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 1) ~= '#' then
+    if is_entry(all[i]) then
       local e = tonumber(all[i + 1]) or 0
       if e <= now then
         redis.call('HDEL', k, all[i])
@@ -29,12 +37,12 @@ local function settle(k, now)
       end
     end
   end
-  if n == 0 then
+  local w = tonumber(redis.call('HGET', k, '#intent') or '0') or 0
+  if w > top then top = w end
+  if top <= now then
     redis.call('DEL', k)
     return 0
   end
-  local w = tonumber(redis.call('HGET', k, '#intent') or '0') or 0
-  if w > top then top = w end
   redis.call('PEXPIRE', k, top - now)
   return n
 end
@@ -77,8 +85,8 @@ local function renew(k, owner, ttl, is_plain)
 end
 
 -- drop deletes owner's hold of k (which holds it; is_plain as holds
--- said). Returns whether k is gone (a typed lock may have other holders
--- left).
+-- said). Returns whether no holder is left (a typed lock may have others;
+-- a writer's intent may keep the key).
 local function drop(k, owner, is_plain)
   if is_plain then
     redis.call('DEL', k)
@@ -86,4 +94,22 @@ local function drop(k, owner, is_plain)
   end
   redis.call('HDEL', k, owner)
   return settle(k, now_ms()) == 0
+end
+
+-- typed_hash returns k's entries left after settle, or an error reply if
+-- k is not absent and not a typed lock of kind, or nil and 1 if owner
+-- already holds k (this attempt, sent again: its lease is renewed).
+local function typed_hash(k, kind, owner, ttl, now)
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'none' then
+    return 0
+  end
+  if t ~= 'hash' or redis.call('HGET', k, '#kind') ~= kind then
+    return nil, redis.error_reply('REDLOCKTYPE ' .. k .. ' is not a ' .. kind .. ' lock')
+  end
+  if redis.call('HEXISTS', k, owner) == 1 then
+    renew(k, owner, ttl, false)
+    return nil, 1
+  end
+  return settle(k, now)
 end

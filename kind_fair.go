@@ -11,18 +11,19 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
-// KindFair: one holder at a time, in request order (see Fair).
-const KindFair Kind = "fair"
-
 // FairWaiterTimeout is how long a fair lock's waiter keeps its place in
-// the queue without trying (at least 4 times its retry backoff max): a
-// waiter whose process died is dropped after it, so nobody waits behind it
-// for longer. A live waiter tries at least every backoff max (100ms by
-// default) and so keeps its place. Redisson's fair lock uses 5 s in its
-// docs and 5 min in its code; 3 s bounds the stall a dead waiter causes to
-// about one typical critical section while leaving a loaded process 30
-// backoffs to come back.
+// the queue without trying: a waiter whose process died is dropped after
+// it, so it delays the next waiter by at most FairWaiterTimeout plus one
+// retry of that waiter. A fair waiter retries at least every
+// FairWaiterTimeout/10 whatever WithRetryBackoff says (its backoff max is
+// capped there), so a live waiter keeps its place with ten tries to
+// spare. Redisson's fair lock uses 5 s in its docs and 5 min in its code;
+// 3 s bounds the stall a dead waiter causes to about one typical critical
+// section while leaving a loaded process time to come back.
 const FairWaiterTimeout = 3 * time.Second
+
+// fairRetryMax is a fair waiter's longest wait between attempts.
+const fairRetryMax = FairWaiterTimeout / 10
 
 // Fair makes the call a fair lock: waiters get the key in request order,
 // across processes. A waiter first takes a ticket: the highest of a
@@ -37,8 +38,36 @@ const FairWaiterTimeout = 3 * time.Second
 // one key queue locally in ticket order and the first keeps the others'
 // places. TryLock with Fair succeeds only when nobody waits. Every caller
 // of the key must use Fair (a plain Lock ignores the queue). One key per
-// call; no fencing.
+// call; no fencing. The backoff max is capped at FairWaiterTimeout/10.
 func Fair() LockOption { return kindOption(KindFair, 0) }
+
+// fair is a plain lock granted in ticket order (fair_lock.lua): never
+// handed on locally (a local waiter may have come after a remote one),
+// and a waiter queues, with its ticket, before its first attempt.
+type fair struct{ plain }
+
+func (fair) kind() Kind { return KindFair }
+
+// check caps the backoff, so that a live waiter renews its place well
+// within FairWaiterTimeout.
+func (fair) check(_ *Client, r *request) error {
+	r.o.retryMax = min(r.o.retryMax, fairRetryMax)
+	r.o.retryMin = min(r.o.retryMin, r.o.retryMax)
+	return nil
+}
+
+func (fair) command(c *Client, r *request, _ []string, owner string) (cmd, again *node.Cmd) {
+	cmd = c.fairCmd(r, owner)
+	return cmd, cmd
+}
+
+func (fair) queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
+	return c.fairEnter(ctx, r, r.queue())
+}
+
+func (fair) tryFirst() bool { return false }
+
+func (fair) runs() bool { return false }
 
 func fairKeys(key string) node.FairKeys {
 	return node.FairKeys{Lock: key, Queue: "{" + key + "}:fair:queue", Places: "{" + key + "}:fair:places",
@@ -85,9 +114,6 @@ func (f *fairQueues) put(key string) {
 	}
 }
 
-// place is how long a waiter of r keeps its place on the nodes.
-func (r *request) place() time.Duration { return max(FairWaiterTimeout, 4*r.o.retryMax) }
-
 // fairEnter takes r's ticket and queues r, locally in ticket order: the
 // local queue's head then has this Client's lowest ticket. It returns the
 // Turn and what to call when r leaves (with the Lock it got, or nil).
@@ -122,7 +148,7 @@ func (c *Client) fairEnter(ctx context.Context, r *request, queue string) (*hand
 // ticket takes a ticket from a quorum's registers: the highest, or 0 with
 // the round's outcome.
 func (c *Client) ticket(ctx context.Context, r *request) (int64, quorum.Outcome) {
-	cmd := node.FairTicket(fairKeys(r.keys[0]), 10*r.place())
+	cmd := node.FairTicket(fairKeys(r.keys[0]), 10*FairWaiterTimeout)
 	out := c.round(ctx, opAcquire, r.ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		return c.nodes[i].DoValue(ctx, cmd)
 	}).Wait(ctx)
@@ -143,7 +169,7 @@ func (c *Client) ticket(ctx context.Context, r *request) (int64, quorum.Outcome)
 func (c *Client) fairCmd(r *request, owner string) *node.Cmd {
 	k := fairKeys(r.keys[0])
 	if r.waiter.ID == "" { // a single attempt: only if nobody waits
-		return node.FairLock(k, owner, r.ttl, r.place(), nil)
+		return node.FairLock(k, owner, r.ttl, FairWaiterTimeout, nil)
 	}
 	c.fair.mu.Lock()
 	fk := c.fair.keys[r.keys[0]]
@@ -157,7 +183,7 @@ func (c *Client) fairCmd(r *request, owner string) *node.Cmd {
 		}
 	}
 	fk.mu.Unlock()
-	return node.FairLock(k, owner, r.ttl, r.place(), ws)
+	return node.FairLock(k, owner, r.ttl, FairWaiterTimeout, ws)
 }
 
 // fairLeave takes waiter w out of this Client's queue of the key and, in

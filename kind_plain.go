@@ -1,0 +1,57 @@
+package redlock
+
+import (
+	"context"
+
+	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
+)
+
+// plain is the plain lock: one holder, a string key per node (SET NX, or
+// lock.lua for several keys and for clients that may send twice). A key
+// that holds anything else, a typed lock or data, is held: a plain call
+// waits for it (or fails with ErrNotObtained), never ErrWrongType. The
+// other types embed it.
+type plain struct{}
+
+func (plain) kind() Kind { return KindPlain }
+
+func (plain) check(*Client, *request) error { return nil }
+
+func (plain) enter(r *request, parent *Lock) error { return heldByCaller(r, parent) }
+
+func (plain) attempt(ctx context.Context, c *Client, r *request, n int) (result, error) {
+	return c.attemptKeys(ctx, r, r.keys, n)
+}
+
+func (plain) command(c *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
+	cmd = node.LockNew(keys, owner, r.ttl)
+	if c.retries && len(keys) == 1 {
+		return cmd, node.Lock(keys, owner, r.ttl) // a SET NX sent twice would say no
+	}
+	return cmd, cmd
+}
+
+func (plain) won(_ context.Context, _ *Client, _ *request, _ []string, _ *attempt, out quorum.Outcome) (int64, quorum.Outcome) {
+	return 0, out
+}
+
+func (plain) refused(quorum.Outcome) error { return nil }
+
+func (plain) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
+	q := r.queue()
+	return c.hub.EnterWant(q, *r), func(*Lock) { c.leftRace(q) }, nil
+}
+
+func (plain) tryFirst() bool { return true }
+
+func (plain) waitKey(key string) string { return key }
+
+func (plain) runs() bool { return true }
+
+func (plain) shared() bool { return false }
+
+func (plain) release(l *Lock, announce bool) *node.Cmd {
+	return node.Release(l.keys, l.owner, announce)
+}

@@ -1,0 +1,63 @@
+package redlock
+
+import (
+	"fmt"
+
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
+)
+
+// ReadLock makes the call a reader of a read-write lock: readers hold the
+// key together, each with its own lease (a dead reader's share expires on
+// its own), and no writer holds it meanwhile. Writers are not starved: a
+// refused writer keeps new readers out for 4 times its maximum retry
+// backoff (WithRetryBackoff: 400ms by default), renewed by each of its
+// attempts and kept on the nodes after the last reader left, so the
+// readers inside drain and the writer gets in. One key per call.
+func ReadLock() LockOption { return kindOption(KindRead, 0) }
+
+// WriteLock makes the call the writer of a read-write lock: it holds the
+// key alone, with no reader or other writer (see ReadLock). A reader
+// cannot become a writer: a WriteLock whose ctx carries this Client's
+// read Lock of the key fails with ErrHeldByCaller rather than deadlock.
+func WriteLock() LockOption { return kindOption(KindWrite, 0) }
+
+// typed is what the hash-backed types (reentrant, read-write) share: one
+// key, a round that meets another type's key is refused at once, and each
+// entry has its own owner value on the nodes, so none is handed on.
+type typed struct{ plain }
+
+func (typed) refused(out quorum.Outcome) error {
+	for _, v := range out.Votes {
+		if node.IsWrongType(v.Err) {
+			return fmt.Errorf("%w: %v", ErrWrongType, v.Err)
+		}
+	}
+	return nil
+}
+
+func (typed) runs() bool { return false }
+
+// reader is a read-write lock's reader (rw_lock.lua): shared with other
+// readers.
+type reader struct{ typed }
+
+func (reader) kind() Kind { return KindRead }
+
+func (reader) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
+	cmd = node.ReadLock(keys[0], owner, r.ttl)
+	return cmd, cmd
+}
+
+func (reader) shared() bool { return true }
+
+// writer is a read-write lock's writer (rw_lock.lua): refused, it sets
+// its intent, which keeps new readers out.
+type writer struct{ typed }
+
+func (writer) kind() Kind { return KindWrite }
+
+func (writer) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
+	cmd = node.WriteLock(keys[0], owner, r.ttl, 4*r.o.retryMax)
+	return cmd, cmd
+}

@@ -1,0 +1,172 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
+)
+
+// Kind is a lock's type: what holding it keeps out. A call picks one with
+// a LockOption (Reentrant, ReadLock, WriteLock, Permits, Fair); without one
+// a lock is KindPlain. Every type runs on the plain lock's quorum, validity
+// with drift, clean-up of failed attempts, Extend, watchdog renewals, lost
+// signal, Release and waiting for a release notification.
+type Kind string
+
+const (
+	// KindPlain: one holder at a time (a string key per node).
+	KindPlain Kind = "plain"
+	// KindReentrant: one holder at a time, who may enter again (see
+	// Reentrant).
+	KindReentrant Kind = "reentrant"
+	// KindRead: many readers at a time, no writer (see ReadLock).
+	KindRead Kind = "read"
+	// KindWrite: one writer, no reader (see WriteLock).
+	KindWrite Kind = "write"
+	// KindSemaphore: at most n holders at a time (see Permits).
+	KindSemaphore Kind = "semaphore"
+	// KindFair: one holder at a time, in request order (see Fair).
+	KindFair Kind = "fair"
+)
+
+// WithLock returns a copy of ctx carrying l, as Run's ctx carries its
+// Lock: LockFrom returns it, and a Reentrant call with that ctx enters l's
+// hold.
+func WithLock(ctx context.Context, l *Lock) context.Context {
+	return context.WithValue(ctx, lockKey{}, l)
+}
+
+// lockType is what one lock type adds to the core; one file per type
+// (kind_*.go, and fencing.go for a plain lock with fencing tokens). A
+// call's type is chosen once, when its options are read (pickType), and
+// the core asks it, never which type it is. Types embed plain and
+// override what differs.
+type lockType interface {
+	// kind names the type (Lock.Kind, Event.Kind, logs).
+	kind() Kind
+	// check refuses a call the type cannot serve, before any traffic,
+	// and may bound the call's options (a fair waiter's backoff).
+	check(c *Client, r *request) error
+	// enter decides a call whose ctx carries parent, this Client's Lock
+	// of the same lock: enter its hold, take another share, or refuse a
+	// call that could only wait for the caller itself.
+	enter(r *request, parent *Lock) error
+	// attempt makes attempt n of r: one round per key set it tries.
+	attempt(ctx context.Context, c *Client, r *request, n int) (result, error)
+	// command is the acquisition of keys by owner on a node, and the one
+	// for nodes whose client may send it twice (it must say yes where our
+	// value already is).
+	command(c *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd)
+	// won turns a round that reached its quorum into the lock's fencing
+	// token (0 without), or into the outcome of a failure.
+	won(ctx context.Context, c *Client, r *request, keys []string, a *attempt, out quorum.Outcome) (int64, quorum.Outcome)
+	// refused returns why a round that did not win must not be retried
+	// (a key of another type), or nil: the lock was held, or nodes failed.
+	refused(out quorum.Outcome) error
+	// queue puts a waiting call in this Client's local queue of its lock:
+	// the Turn it waits on and what to call when it leaves (with the Lock
+	// it got, or nil), after the Turn.
+	queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error)
+	// tryFirst reports whether a call with no local waiter ahead makes
+	// one attempt before it queues.
+	tryFirst() bool
+	// waitKey is the local queue and release channel of the lock asked
+	// for key.
+	waitKey(key string) string
+	// runs reports a type whose holds pass between this Client's waiters
+	// in runs (WithLocalHandoff), and whose waiters give way to other
+	// processes' (rivals).
+	runs() bool
+	// shared reports a type that others may hold beside a holder: a
+	// waiter that got in lets the next local waiter try at once.
+	shared() bool
+	// release deletes l's hold on a node, announcing it or not.
+	release(l *Lock, announce bool) *node.Cmd
+}
+
+// kindChoice is what a call's type options said (callOptions); pickType
+// turns it into the call's lockType.
+type kindChoice struct {
+	k       Kind // "" for plain
+	permits int  // KindSemaphore
+	n       int  // how many type options the call gave (one at most)
+}
+
+func kindOption(k Kind, permits int) LockOption {
+	return callOption(func(o *callOptions) { o.kind = kindChoice{k: k, permits: permits, n: o.kind.n + 1} })
+}
+
+// pickType chooses the type of a call on keys with options o, whose
+// Client has WithFencing set or not; a Client's WithFencing applies to its
+// plain locks. It refuses, before any traffic, type options that cannot
+// work together.
+func pickType(o *callOptions, keys []string, clientFencing bool) (lockType, error) {
+	k := o.kind
+	switch {
+	case k.n > 1:
+		return nil, invalid("one lock type per call (%d given)", k.n)
+	case k.k == "" && o.fencing:
+		return fenced{}, nil
+	case k.k == "":
+		return plain{}, nil
+	case len(keys) != 1:
+		return nil, invalid("a %s lock takes one key (%d given)", k.k, len(keys))
+	case o.fencing && !clientFencing:
+		return nil, invalid("fencing tokens are for plain locks, not %s locks", k.k)
+	}
+	o.fencing = false
+	switch k.k {
+	case KindReentrant:
+		return reentrant{}, nil
+	case KindRead:
+		return reader{}, nil
+	case KindWrite:
+		return writer{}, nil
+	case KindSemaphore:
+		if k.permits < 1 {
+			return nil, invalid("permits %d must be at least 1", k.permits)
+		}
+		return semaphore{permits: k.permits}, nil
+	}
+	return fair{}, nil
+}
+
+// enterParent decides a call r whose ctx carries parent, a Lock of this
+// Client: a Lock of another key, or one already released, is no concern;
+// otherwise the call's type decides (lockType.enter).
+func (r *request) enterParent(parent *Lock) error {
+	if parent.waitKey() != r.queue() && !slices.Contains(parent.keys, r.keys[0]) {
+		return nil
+	}
+	if errors.Is(parent.Err(), ErrReleased) {
+		return nil // over: the call takes a hold of its own
+	}
+	return r.typ.enter(r, parent)
+}
+
+// queue is the key of the request's local queue and of the release
+// notifications that wake it.
+func (r *request) queue() string { return r.typ.waitKey(r.keys[0]) }
+
+// heldByCaller is the error of a call that could only wait for parent,
+// which its own ctx carries.
+func heldByCaller(r *request, parent *Lock) error {
+	return fmt.Errorf("%w: %s lock of %s asked while holding its %s lock", ErrHeldByCaller, r.typ.kind(), shortKey(r.keys[0]), parent.Kind())
+}
+
+// Kind returns the lock's type.
+func (l *Lock) Kind() Kind {
+	if l == nil {
+		return ""
+	}
+	return l.typ.kind()
+}
+
+// waitKey is the key of the local queue the Lock is handed on in and of its
+// release notifications (see request.queue).
+func (l *Lock) waitKey() string { return l.typ.waitKey(l.name) }
