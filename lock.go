@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 )
@@ -20,33 +21,19 @@ import (
 // A Lock ends once: released (Release), handed to a waiter of this Client
 // (a new Lock then holds it), or lost (its validity ran out, or an
 // extension found that a quorum no longer holds it). Ending records the
-// cause, closes Done, cancels Context and stops the Lock's timers.
-//
-// # Its life, and the only code that changes it
-//
-// A Lock's state is written only in this file, under mu, by the
-// transitions below; the phase is stored, not inferred from other fields.
-//
-//	phase      event                         next phase
-//	held       an extension gets its turn    extending
-//	extending  the extension settles         held, or extending for the next one queued
-//	held       Release                       releasing
-//	extending  Release                       releasing once the extension settles (Release waits)
-//	releasing  nothing in flight             ended (ErrReleased), then deleted on the nodes
-//	ended      its successor handed on       passed (a new Lock holds it; nothing deleted)
-//	held, extending, releasing  loss         ended (the cause; Release still cleans up)
+// cause, cancels Context (and Run's fn ctx), then closes Done, and stops
+// the Lock's timers.
 //
 // Extensions (Extend, watchdog renewals) run one at a time per Lock, in
-// call order, and their calls to each node go out in order (see order).
-// Before one is sent the deadline is pulled in to what it
-// would set, if that is earlier: its PEXPIRE may shorten the keys on some
-// nodes whatever the round's outcome. The deadline is moved later only
-// when the round reached the quorum. So the deadline the Lock keeps is
-// never later than what the last PEXPIRE left on a quorum. A lock is
-// handed on only when its last round confirmed the quorum and validity
-// is left to spare; otherwise it is deleted and the loss reported.
-// Observers are called after the transition, outside mu and outside the
-// extension's turn, so they may call anything on the Lock or Client.
+// call order, and their calls to each node go out in order. While one is
+// in flight, Deadline is already the earlier of the current deadline and
+// the one it would set, and it moves later only when the extension reached
+// the quorum: the deadline is never later than what the last PEXPIRE left
+// on a quorum. Release waits for the extension in flight; a lock is handed
+// on only when its last round confirmed the quorum with validity to spare,
+// otherwise it is deleted and the loss reported. Observers are called
+// after the Lock and the Client are let go, so they may call anything on
+// either.
 type Lock struct {
 	c        *Client
 	keys     []string
@@ -62,8 +49,10 @@ type Lock struct {
 	name     string        // the key the call asked for (a semaphore's name; else keys[0])
 	hold     string        // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
 
-	mu        sync.Mutex
-	phase     phase
+	mu sync.Mutex
+	// phase is where the Lock is in its life (package lockstate has the
+	// table); it changes only through to.
+	phase     lockstate.Phase
 	ttl       time.Duration
 	deadline  time.Time      // end of validity on the client's monotonic clock
 	confirmed bool           // the last round (acquisition or extension) reached the quorum
@@ -83,16 +72,18 @@ type Lock struct {
 	renewAt   int                       // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 }
 
-// phase is where a Lock is in its life; see Lock.
-type phase uint8
-
-const (
-	held      phase = iota // held, no extension in flight
-	extending              // one extension in flight; others queue
-	releasing              // Release waits for the extension in flight, then hands on or deletes
-	passed                 // handed to a waiter of this Client: a successor Lock holds it
-	ended                  // released or lost
-)
+// to moves l along the phase table on event e. A transition the table
+// does not list is a bug in this package, and panics. l.mu must be held.
+func (l *Lock) to(e lockstate.Event) {
+	next, ok := lockstate.Next(l.phase, e)
+	if !ok {
+		panic(fmt.Sprintf("redlock: lock phase %v has no transition on %v", l.phase, e))
+	}
+	if h := l.c.o.onPhase; h != nil {
+		h(l.phase, e, next)
+	}
+	l.phase = next
+}
 
 // ErrReleased is the cause of a Lock's end (context.Cause of its Context)
 // after Release.
@@ -343,7 +334,7 @@ func (l *Lock) onExpiry() {
 // reports whether this call ended the Lock. l.mu must not be held.
 func (l *Lock) end(cause error) bool {
 	l.mu.Lock()
-	now := l.endLocked(ended, cause)
+	now := l.endLocked(cause)
 	l.mu.Unlock()
 	if now {
 		l.c.report(context.Background(), l.lostEvent(cause))
@@ -355,15 +346,16 @@ func (l *Lock) lostEvent(cause error) outcome {
 	return outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause}
 }
 
-// endLocked moves l to its last phase p (passed or ended) with cause,
-// once: it records the cause, closes Done, cancels Context, stops the
-// timers, leaves the renewal set and fails the extensions still queued.
-// l.mu must be held. It reports whether this call ended the Lock.
-func (l *Lock) endLocked(p phase, cause error) bool {
+// endLocked ends l with cause, once: it records the cause, cancels the
+// Lock's contexts, closes Done, stops the timers, leaves the renewal set
+// and fails the extensions still queued. l.mu must be held. It reports
+// whether this call ended the Lock.
+func (l *Lock) endLocked(cause error) bool {
 	if l.ended != nil {
 		return false
 	}
-	l.phase, l.ended = p, cause
+	l.to(lockstate.End)
+	l.ended = cause
 	for _, cancel := range l.bound { // before Done closes: whoever sees the end sees them done
 		cancel(cause)
 	}
@@ -467,9 +459,10 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 	defer l.mu.Unlock()
 	mine := false
 	switch l.phase {
-	case held:
-		l.phase, mine = extending, true
-	case extending:
+	case lockstate.Held:
+		l.to(lockstate.Extend)
+		mine = true
+	case lockstate.Extending:
 		w := &turn{woken: make(chan struct{})}
 		l.queue = append(l.queue, w)
 		l.mu.Unlock()
@@ -490,13 +483,13 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 func (l *Lock) beginRenewal(ctx context.Context, start time.Time, ttl time.Duration) (ok bool, evs []outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.phase == extending && l.retry == nil {
+	if l.phase == lockstate.Extending && l.retry == nil {
 		l.retry = clock.AfterFunc(l.c.o.clock, l.retryIn(), l.onRetry) // an Extend is in flight: try again soon
 	}
-	if l.phase != held || l.retry != nil {
+	if l.phase != lockstate.Held || l.retry != nil {
 		return false, nil
 	}
-	l.phase = extending
+	l.to(lockstate.Extend)
 	_, evs, err := l.startLocked(ctx, start, start, ttl, opRenew, true)
 	return err == nil, evs
 }
@@ -511,7 +504,7 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	var err error
 	expired := false
 	switch {
-	case l.ended != nil || l.phase == releasing:
+	case l.ended != nil || l.phase == lockstate.Releasing:
 		err = fmt.Errorf("%w: %s %s: lock was released or lost", ErrNotHeld, o, quoteKeys(l.keys))
 	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
 		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
@@ -536,7 +529,7 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err, left: l.remaining()}}
 	if expired {
 		cause := l.expired()
-		if l.endLocked(ended, cause) {
+		if l.endLocked(cause) {
 			evs = append(evs, l.lostEvent(cause))
 		}
 	}
@@ -566,16 +559,15 @@ func (l *Lock) armExpiryIfSet() {
 // turn (the phase stays extending), or l is held again; a Release waiting
 // for it goes on. l.mu must be held.
 func (l *Lock) passTurn() {
-	if l.phase == extending && len(l.queue) > 0 {
+	if l.phase == lockstate.Extending && len(l.queue) > 0 {
 		w := l.queue[0]
 		l.queue = l.queue[1:]
 		w.granted = true
 		close(w.woken)
+		l.to(lockstate.HandOn)
 		return
 	}
-	if l.phase == extending {
-		l.phase = held
-	}
+	l.to(lockstate.Settle)
 	if l.idle != nil {
 		close(l.idle)
 		l.idle = nil
@@ -618,10 +610,10 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 		qe.Cause = ctx.Err()
 	}
 	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: qe, left: l.remaining()}}
-	if lost && l.endLocked(ended, qe) {
+	if lost && l.endLocked(qe) {
 		evs = append(evs, l.lostEvent(qe))
 	}
-	if o == opRenew && qe.Err == ErrNotExtended && l.ended == nil && l.phase != releasing {
+	if o == opRenew && qe.Err == ErrNotExtended && l.ended == nil && l.phase != lockstate.Releasing {
 		l.retry = clock.AfterFunc(c.o.clock, l.retryIn(), l.onRetry)
 	}
 	return evs, qe
@@ -664,22 +656,26 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 	if again {
 		return left, ttl, true, nil, nil
 	}
-	if l.phase == extending {
+	if l.ended != nil {
+		return left, ttl, false, l.ended, nil
+	}
+	waiting := l.phase == lockstate.Extending
+	l.to(lockstate.Release) // no extension starts after this
+	if waiting {
 		idle := make(chan struct{})
-		l.idle, l.phase = idle, releasing // no extension starts after this
+		l.idle = idle
 		l.wakeQueue()
 		l.mu.Unlock()
-		<-idle
+		<-idle // the extension in flight settles, bounded by its node deadline
 		l.mu.Lock()
 	}
 	if l.ended != nil {
 		return left, ttl, false, l.ended, nil
 	}
-	l.phase = releasing
 	if handOn && l.confirmed && l.remaining() > l.c.o.minValidity {
 		next = l.successor()
 	}
-	l.endLocked(ended, ErrReleased)
+	l.endLocked(ErrReleased)
 	return left, ttl, false, nil, next
 }
 
@@ -695,7 +691,7 @@ func (l *Lock) successor() *Lock {
 // markPassed records that l's hold went to its successor.
 func (l *Lock) markPassed() {
 	l.mu.Lock()
-	l.phase = passed
+	l.to(lockstate.Pass)
 	l.mu.Unlock()
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
@@ -92,6 +93,9 @@ type options struct {
 	driftOn      bool
 	driftExclude bool
 	coalesce     bool // WithoutCoalescing
+	// onPhase, if set (by tests only), sees every phase transition of
+	// every Lock, under its mutex.
+	onPhase func(from lockstate.Phase, on lockstate.Event, to lockstate.Phase)
 }
 
 func defaults() options {
