@@ -43,6 +43,28 @@ var (
 	ErrHeldByCaller = errors.New("redlock: key is held by the caller")
 )
 
+// ErrReleased is the cause of a Lock's end (context.Cause of its Context)
+// after Release.
+var ErrReleased = errors.New("redlock: lock released")
+
+// ErrMaxHold: an extension or renewal would keep the lock past WithMaxHold.
+// It matches ErrNotExtended; the cause of a watchdog lock that ran out
+// there matches it too.
+var ErrMaxHold = &maxHoldError{}
+
+type maxHoldError struct{}
+
+func (*maxHoldError) Error() string        { return "redlock: max hold reached" }
+func (*maxHoldError) Is(target error) bool { return target == ErrNotExtended }
+
+func isMaxHold(err error) bool { return errors.Is(err, ErrMaxHold) }
+
+// ErrFenceNotRaised is the per-node error of a fenced acquisition whose
+// lock had already expired on that node when its fence register was to be
+// raised to the token: that node's vote does not count, and the attempt
+// fails if too few remain.
+var ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
+
 // errDiscounted is a discounted vote's reason when its gate cleared
 // before the error was built.
 var errDiscounted = errors.New("redlock: vote not counted")

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
@@ -100,11 +99,6 @@ func fenceKeys(keys []string) []string {
 	return f
 }
 
-// ErrFenceNotRaised is the per-node error of a fenced acquisition whose
-// lock had already expired on that node when its fence register was to be
-// raised to the token: that node's vote does not count, and the attempt
-// fails if too few remain.
-var ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
 
 // fence makes the token of fenced attempt a, whose round reached a quorum
 // (out): the highest candidate among the counted yes votes. Counted yes

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -85,9 +84,6 @@ func (l *Lock) to(e lockstate.Event) {
 	l.phase = next
 }
 
-// ErrReleased is the cause of a Lock's end (context.Cause of its Context)
-// after Release.
-var ErrReleased = errors.New("redlock: lock released")
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,

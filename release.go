@@ -42,14 +42,12 @@ func (l *Lock) Release(ctx context.Context) error {
 		return fmt.Errorf("%w: release %s: %w: the lock stays until its TTL", ErrNotHeld, quoteKeys(l.keys), ErrClosed)
 	}
 	begin := c.o.clock.Now()
-	handOn := c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
-	left, ttl, again, lost, next := l.beginRelease(handOn)
+	left, ttl, again, lost, next := l.beginRelease(c.mayHandOn(l))
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
 	switch {
 	case again:
 		o.err = fmt.Errorf("%w: release %s: lock was already released", ErrNotHeld, quoteKeys(l.keys))
-	case next != nil && c.hub.Offer(l.waitKey(), next, next.fits, c.releaseUntaken):
-		l.markPassed()
+	case next != nil && c.handOn(l, next):
 		o.passed = true
 	default:
 		o.err, o.round = l.deleteOnNodes(ctx, ttl, lost)
@@ -88,12 +86,7 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 		}
 		return c.release(ctx, i, l.keys, q, plain)
 	}).Wait(context.Background())
-	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
-		// Wake this Client's next waiter now; after the last pass allowed
-		// in a row it waits for the nodes' notification like everyone
-		// else, and lets those that waited longer go first (see rivals).
-		c.hub.ReleasedOwner(l.waitKey(), l.owner)
-	}
+	c.released(l)
 	switch {
 	case lost != nil:
 		return fmt.Errorf("%w: release %s: %w", ErrNotHeld, quoteKeys(l.keys), lost), out

@@ -1,0 +1,86 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/redlock-go/redlock/internal/quorum"
+)
+
+// Local hand-off: Release passes a lock to the head of this Client's
+// local queue for its key (see Lock.beginRelease for when) as a new Lock
+// with the same owner value and deadline, with no round trip to the nodes:
+// the lock stays held on the quorum, and only its holder inside this
+// process changes. Only a single key, without fencing (every holder gets
+// its own token), fewer than WithLocalHandoff passes in a row (so that
+// other processes get their turn), and a waiter whose request fits.
+//
+// The local hand-off as Release sees it: whether to try (mayHandOn), the
+// offer (handOn), and after a delete on the nodes, waking the next local
+// waiter (released). The successor itself is made by the Lock (lock.go).
+
+// mayHandOn reports whether Release of l may hand it to a local waiter: a
+// single key of a type passed in runs, fewer than WithLocalHandoff passes
+// in a row, and a waiter queued.
+func (c *Client) mayHandOn(l *Lock) bool {
+	return c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
+}
+
+// handOn offers next, the successor of l, to the head of l's local queue
+// and reports whether a waiter took it (l has then passed).
+func (c *Client) handOn(l, next *Lock) bool {
+	if !c.hub.Offer(l.waitKey(), next, next.fits, c.releaseUntaken) {
+		return false
+	}
+	l.markPassed()
+	return true
+}
+
+// released wakes this Client's next waiter of l once l was deleted on the
+// nodes; after the last pass allowed in a row it waits for the nodes'
+// notification like everyone else, and lets those that waited longer go
+// first (see rivals).
+func (c *Client) released(l *Lock) {
+	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
+		c.hub.ReleasedOwner(l.waitKey(), l.owner)
+	}
+}
+
+// fits reports whether a waiter's request may take l: the same mode, more
+// than the minimum validity left and, for a fixed TTL, at least half of
+// the TTL it asked for. Called by the Hub with its lock held.
+func (l *Lock) fits(v any) bool {
+	r, ok := v.(request)
+	if !ok || r.watchdog != l.watchdog || r.typ != l.typ {
+		return false // a fenced waiter needs a token of its own; a permit fits the same semaphore
+	}
+	left := l.Remaining()
+	if l.watchdog {
+		return left > l.c.o.minValidity // renewals keep it from here
+	}
+	return left >= r.ttl/2 && left > l.c.o.minValidity
+}
+
+// taken starts the life of a Lock passed to the waiter r (its timers, for
+// a watchdog lock: the next renewal keeps the cadence of the last one) and
+// returns its event: an acquisition after n attempts of that waiter.
+func (c *Client) taken(r request, n int, l *Lock) outcome {
+	left := l.startPassed(r.o.maxHold)
+	return outcome{op: opAcquire, keys: l.keys, owner: l.owner, lock: l, begin: r.begin, attempts: n,
+		round: quorum.Outcome{Votes: l.votes}, left: left, passed: true}
+}
+
+// releaseUntaken releases, in the background, a Lock that was handed on
+// but that no waiter took (they all left). The Hub calls it without
+// blocking; Close waits for it.
+func (c *Client) releaseUntaken(v any) {
+	l := v.(*Lock)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_ = l.Release(ctx)
+	}()
+}
+
