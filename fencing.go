@@ -99,7 +99,6 @@ func fenceKeys(keys []string) []string {
 	return f
 }
 
-
 // fence makes the token of fenced attempt a, whose round reached a quorum
 // (out): the highest candidate among the counted yes votes. Counted yes
 // nodes that returned less are raised to it until a quorum holds it. It

@@ -83,4 +83,3 @@ func (c *Client) releaseUntaken(v any) {
 		_ = l.Release(ctx)
 	}()
 }
-

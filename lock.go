@@ -84,7 +84,6 @@ func (l *Lock) to(e lockstate.Event) {
 	l.phase = next
 }
 
-
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,

@@ -25,7 +25,6 @@ import (
 // lock held for as long as the process lives.
 const Watchdog time.Duration = -1
 
-
 // renewer renews a Client's watchdog locks. It holds the set of locks in
 // watchdog mode and one timer for the whole Client: at each tick (ticks
 // are one interval apart, counted from the Client's creation) every lock
