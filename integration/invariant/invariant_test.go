@@ -27,7 +27,7 @@ const (
 // it, spread over the Clients.
 type keySpec struct {
 	name    string
-	typ     string // "plain", "rw" (ReadLock or WriteLock), "sem" (Permits(semPermits)), "re" (Reentrant, with re-entries)
+	typ     string // "plain", "rw" (ReadLock or WriteLock), "sem" (Permits(semPermits)), "re" (Reentrant, with re-entries), "mix" (plain calls on a typed key)
 	workers int
 }
 
@@ -36,6 +36,7 @@ var keySpecs = []keySpec{
 	{"rw0", "rw", 5}, {"rw1", "rw", 5},
 	{"sem0", "sem", 5},
 	{"re0", "re", 4}, {"re1", "re", 4},
+	{"rw1", "mix", 2}, // plain Lock and LockKeys on a read-write lock's key: to a plain lock it is held
 }
 
 // avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
@@ -77,6 +78,18 @@ func seed(t *testing.T) uint64 {
 		return v
 	}
 	return uint64(time.Now().UnixNano())
+}
+
+// hostileName is a Client name built to look like what the nodes store
+// beside owner values (a typed lock's '#' metadata fields, hash tags,
+// separators), unique per label; WithName accepts it.
+func hostileName(r *mrand.Rand, label string) string {
+	prefixes := []string{"#kind", "#intent", "#", "#holder", "{", "}", "#mode/", "%s", "é#", "\\", "*", "redlock"}
+	name := prefixes[r.IntN(len(prefixes))] + "/" + label
+	if r.IntN(3) == 0 { // near the 64-byte limit
+		name += "/" + strings.Repeat("#", 60-len(name))
+	}
+	return name
 }
 
 // client is one Client of the workload and how it picks TTLs.
@@ -121,6 +134,15 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 			}
 			return between(r, 500*time.Millisecond, 2*time.Second)
 		}},
+		// The extremes: TTLs barely above the drift budget (most such
+		// attempts run out of validity before the quorum) next to the
+		// longest the workload allows.
+		{name: "edge", ttl: func(r *mrand.Rand) time.Duration {
+			if r.IntN(2) == 0 {
+				return between(r, 3*time.Millisecond, 30*time.Millisecond)
+			}
+			return between(r, maxTTL-time.Second, maxTTL)
+		}},
 	}
 	// Every lease is set: maxTTL bounds every TTL, and so how often a
 	// node may restart empty (see nemesis).
@@ -129,11 +151,15 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		{redlock.WithWatchdog(3*time.Second, time.Second)},
 		{redlock.WithWatchdog(2*time.Second, 500*time.Millisecond)},
 		{redlock.WithFencing(), redlock.WithWatchdog(1500*time.Millisecond, 400*time.Millisecond)},
+		{redlock.WithWatchdog(maxTTL, time.Second)},
 	}
+	names := mrand.New(mrand.NewPCG(uint64(len(cs)), 7))
 	for i, c := range cs {
 		// A node timeout above the proxy's and the machine's hiccups;
 		// the call timeout is also capped at a tenth of the TTL.
-		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(c.name), releaseOnLost(chk)}, opts[i]...)
+		name := hostileName(names, c.name)
+		t.Logf("client %s is named %q", c.name, name)
+		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(name), releaseOnLost(chk)}, opts[i]...)
 		if avoid("handoff") {
 			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff))
 		}
@@ -225,9 +251,12 @@ func (w *worker) hold() {
 	call := time.Now()
 	var l *redlock.Lock
 	var err error
-	if w.r.IntN(3) == 0 {
+	switch {
+	case w.typ == "mix" && w.r.IntN(2) == 0: // the typed key first: the checker reads l.Key()
+		l, err = w.c.c.LockKeys(ctx, []string{w.key, w.key + ":side"}, ttl)
+	case w.r.IntN(3) == 0:
 		l, err = w.c.c.TryLock(ctx, w.key, ttl, w.opts(w.r)...)
-	} else {
+	default:
 		l, err = w.c.c.Lock(ctx, w.key, ttl, w.opts(w.r)...)
 	}
 	ret := time.Now()
