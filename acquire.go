@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/handoff"
@@ -19,6 +20,8 @@ type request struct {
 	watchdog bool
 	retry    bool
 	begin    time.Time
+	down     time.Time   // since when every attempt failed for want of answering nodes; zero: not so
+	warned   time.Time   // when that was last logged (warnDown)
 	hold     string      // a reentrant entry: the hold it enters (kind_reentrant.go)
 	waiter   node.Waiter // a queued fair waiter (kind_fair.go)
 }
@@ -101,6 +104,7 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 		case !r.retry || n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(r, n, res)
 		}
+		c.warnDown(ctx, &r, n, res)
 		if res.cause = c.sleep(ctx, c.backoff(&r.o, n)); res.cause != nil {
 			return c.failed(r, n, res)
 		}
@@ -173,6 +177,7 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		if n == r.o.maxAttempts || res.cause != nil {
 			return c.failed(r, n, res)
 		}
+		c.warnDown(ctx, &r, n, res)
 		if idle++; woken {
 			idle = 1 // a release was seen: start the backoff over
 		}
@@ -228,4 +233,45 @@ func (c *Client) failed(r request, n int, res result) outcome {
 		}
 	}
 	return outcome{op: opAcquire, keys: r.keys, owner: res.owner, begin: r.begin, attempts: n, round: res.out, err: qe}
+}
+
+// downAfter is how long a Lock call waits on nodes that do not answer
+// before it says so (warnDown); downEvery, how often it says so again.
+const (
+	downAfter = time.Second
+	downEvery = 30 * time.Second
+)
+
+// warnDown logs, at Warn, a waiting call whose attempts have failed for
+// downAfter because too few nodes answered (refused connections, time-outs:
+// not a key held by someone else), naming each node's error; again every
+// downEvery while it lasts. It goes to the Client's logger, or to
+// slog.Default without one: a Lock on dead nodes must not wait in silence.
+func (c *Client) warnDown(ctx context.Context, r *request, n int, res result) {
+	answered := 0
+	for _, v := range res.out.Votes {
+		if v.Err == nil {
+			answered++ // a yes or a no: the node is up
+		}
+	}
+	now := c.o.clock.Now()
+	if answered >= c.need || len(res.out.Votes) == 0 {
+		r.down = time.Time{}
+		return
+	}
+	if r.down.IsZero() {
+		r.down = now
+	}
+	if now.Sub(r.down) < downAfter || !r.warned.IsZero() && now.Sub(r.warned) < downEvery {
+		return
+	}
+	r.warned = now
+	lg := c.o.logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	qe := c.failed(*r, n, res).err
+	lg.LogAttrs(ctx, slog.LevelWarn, "redlock: still waiting: too few nodes answer", slog.Any("keys", r.keys),
+		slog.String("client", c.id), slog.Int("answered", answered), slog.Int("need", c.need),
+		slog.Duration("for", now.Sub(r.down)), slog.Int("attempts", n), slog.String("error", qe.Error()))
 }

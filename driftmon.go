@@ -53,7 +53,7 @@ func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 // 1 - clientRate/nodeRate exceeds the drift factor (WithDriftFactor), or
 // when its clock jumped, until its rate is estimated within bounds again;
 // a node whose rate is not yet known counts as within bounds. Each change
-// is logged (Warn when out, Info when back) and counted (Client.DriftStats).
+// is logged (Warn when out, Info when back) and counted (Client.Stats().Drift).
 //
 // With DriftExclude, an out-of-bounds node's yes does not count toward the
 // quorum (it still receives every command): a round's NodeResult.Discounted

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net"
 	"reflect"
 	"strings"
@@ -277,5 +278,30 @@ func TestQuoteKeysBounded(t *testing.T) {
 	}
 	if s := quoteKeys([]string{"a", "b"}); s != `["a" "b"]` {
 		t.Errorf("quoteKeys = %s", s)
+	}
+}
+
+// A Lock on nodes that refuse connections does not wait in silence: after
+// about a second it logs, at Warn, that too few nodes answer, naming
+// each node and its error.
+func TestLockOnDeadNodesSaysSo(t *testing.T) {
+	var buf syncBuffer
+	lg := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := NewFromURLs([]string{"redis://127.0.0.1:1", "redis://127.0.0.1:2", "redis://127.0.0.1:3"}, WithLogger(lg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := c.Lock(ctx, "k", time.Second); !errors.Is(err, ErrNotObtained) {
+		t.Fatalf("Lock on dead nodes: %v", err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "too few nodes answer") || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "refused") {
+		t.Fatalf("no warning naming the nodes and the cause; log:\n%s", out)
+	}
+	if n := strings.Count(out, "too few nodes answer"); n != 1 {
+		t.Fatalf("%d warnings in 3 s, want 1 (then one every %v)", n, downEvery)
 	}
 }

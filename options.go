@@ -257,7 +257,11 @@ const LocalHandoffOff = -1
 func WithName(name string) Option { return clientOption(func(o *options) { o.name = name }) }
 
 // WithLogger logs acquisitions, failures, releases and failed extensions at
-// Debug (success) and Warn (failure) level. Default: silent.
+// Debug (success) and Warn (failure) level. Default: silent, but for one
+// line: a Lock call still waiting after a second in which too few nodes
+// answered (refused connections, time-outs; not a key held by someone
+// else) says so at Warn, naming each node's error, through slog.Default,
+// and again every 30 s while it lasts.
 func WithLogger(l *slog.Logger) Option { return clientOption(func(o *options) { o.logger = l }) }
 
 // WithClock sets the time source for validity and backoff (default
@@ -337,7 +341,7 @@ func (o *options) validate(n int) error {
 	return nil
 }
 
-// WithCoalescing turns per-node command coalescing on or off (default on).
+// WithoutCoalescing turns per-node command coalescing off (it is on by default).
 // While a call to a node is in flight, the calls of other goroutines to
 // that node queue up and then go out together as one pipeline on one
 // connection: one write and one read for all of them instead of a round
