@@ -144,8 +144,8 @@ type verdict struct {
 // was created (by more than INFO's one-second resolution), or, in strict
 // mode, if it started less than a window ago. Such a node is suspect: it
 // does not count until resolve has read the other nodes' TTL registers,
-// and then until its window ends, counted from its start (now - uptime:
-// the latest start INFO's whole seconds allow). Its provisional end is the
+// and then until its window ends, counted from its start (now - uptime +
+// 1 s, at most now: the latest start INFO's whole seconds allow). Its provisional end is the
 // fallback (window after its start). A new run_id whose uptime is already
 // past the window is another server at this address (a promoted replica
 // after fail-over, a moved DNS name): it never saw the writes the old one
@@ -164,7 +164,9 @@ func (q *quarantine) learn(i int, id node.Identity) verdict {
 	}
 	now := q.clock.Now()
 	v := verdict{changed: prev.RunID != ""}
-	reason, base := "restart observed", now.Add(-id.Uptime)
+	// INFO's uptime is the difference of two whole-second clock readings:
+	// the process may be up to a second younger than it says.
+	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
 	switch {
 	case prev.RunID == "" && now.Sub(q.created) > id.Uptime+time.Second:
 		reason = "started after this Client"

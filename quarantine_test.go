@@ -22,8 +22,8 @@ func TestQuarantineArithmetic(t *testing.T) {
 	}
 	clk.Advance(time.Minute)
 	start := clk.Now()
-	u := learnNow(q, 0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 3 s ago
-	if want := start.Add(7 * time.Second); !u.Equal(want) {
+	u := learnNow(q, 0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 2-4 s ago (whole seconds)
+	if want := start.Add(8 * time.Second); !u.Equal(want) {
 		t.Fatalf("until %v, want %v", u, want)
 	}
 	var qe *QuarantineError
@@ -35,7 +35,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 	}
 	var ended []int
 	q.onEnd = func(i int) { ended = append(ended, i) }
-	clk.Advance(7*time.Second - time.Nanosecond)
+	clk.Advance(8*time.Second - time.Nanosecond)
 	if q.discount(0) == nil {
 		t.Fatal("quarantine ended early")
 	}
@@ -94,8 +94,8 @@ func TestQuarantineStartedAfterClient(t *testing.T) {
 	window := 10 * time.Second
 	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return window }, false)
 	clk.Advance(5 * time.Second)
-	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(8 * time.Second)) {
-		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(8*time.Second))
+	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(9 * time.Second)) {
+		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(9*time.Second))
 	}
 	var qe *QuarantineError
 	if err := q.discount(0); !errors.As(err, &qe) || qe.Reason != "started after this Client" {
@@ -117,19 +117,19 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 3 * time.Second }, false)
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	clk.Advance(time.Minute)
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second})
-	if !v.suspect || !v.until.Equal(clk.Now().Add(time.Second)) {
-		t.Fatalf("restart: %+v, want suspect, quarantined 1 s by its own window", v)
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}) // started 1-3 s ago
+	if !v.suspect || !v.until.Equal(clk.Now().Add(2*time.Second)) {
+		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
 	clk.Advance(time.Second)
 	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
-	want := clk.Now().Add(17 * time.Second)
+	want := clk.Now().Add(18 * time.Second)
 	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second); !u.Equal(want) {
 		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
 	}
-	clk.Advance(17*time.Second - time.Nanosecond)
+	clk.Advance(18*time.Second - time.Nanosecond)
 	if q.discount(0) == nil {
 		t.Fatal("quarantine ended before the other client's TTL")
 	}
@@ -145,7 +145,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 func TestQuarantineFreshAndSameServer(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return 5 * time.Second }, true)
-	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
+	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
 		t.Errorf("strict mode: fresh node until %v", u)
 	}
 	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour})
