@@ -48,7 +48,7 @@ func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, 
 		if err := c.rel.wait(ctx, i, keys, mark); err != nil {
 			return 0, false, errReleasePending // not sent: nothing to undo
 		}
-		g, err := c.before(ctx, i)
+		g, err := c.before(ctx, i, ttl)
 		if err != nil {
 			return 0, false, err
 		}

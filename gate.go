@@ -15,17 +15,21 @@ type gate interface {
 }
 
 // A callGate is a gate that also runs around each command that may grant
-// or keep a lock (acquisitions, Extend): the restart quarantine, which
-// must identify a node and publish this Client's TTL before the command,
-// and check after it that the node did not restart meanwhile.
+// or keep a lock (acquisitions, Extend, watchdog renewals): the restart
+// quarantine, which must identify a node and publish the command's TTL
+// before the command, and check after it that the node did not restart
+// meanwhile.
 type callGate interface {
 	gate
 	// prepare runs before a round for ttl, on the caller's goroutine.
 	prepare(ctx context.Context, ttl time.Duration)
-	// before runs on node i's goroutine before the command, within its
-	// deadline (ctx): an error (a not-sent error) keeps the command from
-	// being sent. Its mark is handed to after.
-	before(ctx context.Context, i int) (mark uint64, err error)
+	// before runs on node i's goroutine before a command with ttl, within
+	// its deadline (ctx): an error (a not-sent error) keeps the command
+	// from being sent. Its mark is handed to after.
+	before(ctx context.Context, i int, ttl time.Duration) (mark uint64, err error)
+	// renew runs on node i's goroutine before a watchdog renewal with
+	// ttl: an error keeps the renewal from being sent there.
+	renew(ctx context.Context, i int, ttl time.Duration) error
 	// after runs once an acquisition's command returned; it may turn a
 	// yes into one that does not count (still held on the node: undone).
 	after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error)
@@ -38,11 +42,19 @@ func (c *Client) prepare(ctx context.Context, ttl time.Duration) {
 	}
 }
 
-func (c *Client) before(ctx context.Context, i int) (uint64, error) {
+func (c *Client) before(ctx context.Context, i int, ttl time.Duration) (uint64, error) {
 	if c.around == nil {
 		return 0, nil
 	}
-	return c.around.before(ctx, i)
+	return c.around.before(ctx, i, ttl)
+}
+
+// beforeRenew runs the callGate's renew, if any.
+func (c *Client) beforeRenew(ctx context.Context, i int, ttl time.Duration) error {
+	if c.around == nil {
+		return nil
+	}
+	return c.around.renew(ctx, i, ttl)
 }
 
 func (c *Client) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {

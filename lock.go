@@ -431,7 +431,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 			return l.order.run(ctx, i, func() (int64, bool, error) {
 				// No after: an extension's yes shows the node kept our
 				// key, which a node restarted empty cannot do.
-				if _, err := c.before(ctx, i); err != nil {
+				if _, err := c.before(ctx, i, ttl); err != nil {
 					return 0, false, err
 				}
 				return c.nodes[i].DoValue(ctx, cmd)

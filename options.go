@@ -89,6 +89,7 @@ type options struct {
 	nodeObs      []func(NodeEvent)
 	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
 	qFresh       bool
+	qFloor       bool          // WithRestartQuarantine(..., QuarantineSettingFloor)
 	driftEvery   time.Duration // WithDriftMonitor
 	driftOn      bool
 	driftExclude bool

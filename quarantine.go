@@ -26,16 +26,22 @@ var ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
 // cast two votes.
 var ErrSameServer = errors.New("redlock: node is the same server as another node")
 
-// QuarantineError says which node is quarantined, why, and until when (on
-// the Client's clock). It matches ErrNodeQuarantined.
+// QuarantineError says which node is quarantined, why, until when (on
+// the Client's clock) and which bound set the window. It matches
+// ErrNodeQuarantined.
 type QuarantineError struct {
 	Addr   string
 	Until  time.Time
-	Reason string // "restart observed" or "fresh start"
+	Reason string // "restart observed", "started after this Client", "fresh start", ...
+	Bound  string // BoundRegister, BoundOwnTTL or BoundSetting; "" while the registers are read
 }
 
 func (e *QuarantineError) Error() string {
-	return fmt.Sprintf("redlock: node %s quarantined (%s) until %s", e.Addr, e.Reason, e.Until.Format(time.RFC3339Nano))
+	s := fmt.Sprintf("redlock: node %s quarantined (%s) until %s", e.Addr, e.Reason, e.Until.Format(time.RFC3339Nano))
+	if e.Bound != "" {
+		s += " (window set by the " + e.Bound + ")"
+	}
+	return s
 }
 
 // Is makes a *QuarantineError match ErrNodeQuarantined.
@@ -54,45 +60,82 @@ func (e *SameServerError) Error() string {
 // Is makes a *SameServerError match ErrSameServer.
 func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
 
-// quarantine is the gate that discounts nodes that restarted less than the
-// window ago (unless this Client saw both processes durable), and second
-// addresses of one server. It is safe for concurrent use.
+// The bounds that can set a restarted node's window (QuarantineError.Bound,
+// NodeWindow.Bound).
+const (
+	// BoundRegister: the other nodes' TTL registers showed which locks
+	// the node may have held (see WithRestartQuarantine).
+	BoundRegister = "register"
+	// BoundSetting: the deployment setting (WithRestartQuarantine's
+	// window), used when the registers could not show a bound.
+	BoundSetting = "setting"
+	// BoundOwnTTL: this Client's longest TTL, when it is longer than the
+	// setting and the registers could not show a bound.
+	BoundOwnTTL = "own TTL"
+)
+
+// quarantine is the gate that discounts nodes that restarted (unless this
+// Client saw both processes durable) until no lock they may have lost can
+// still be held, and second addresses of one server. It is safe for
+// concurrent use.
 type quarantine struct {
 	clock   clock.Clock
 	addrs   []string
-	window  func() time.Duration // the deployment setting or this Client's longest TTL, whichever is longer
+	window  func() time.Duration // the fallback: the deployment setting or this Client's longest TTL, whichever is longer
+	setting time.Duration        // the deployment setting (labels the fallback; 0: window() is the setting)
+	floor   bool                 // QuarantineSettingFloor: no window shorter than the fallback
 	created time.Time            // the Client's creation: a node started later is a process it never saw
 	fresh   bool                 // strict mode: also quarantine nodes first met young
 	mu      sync.Mutex
 	ids     []node.Identity // last identity learned per node; RunID "" = never
 	until   []time.Time     // end of each node's quarantine; zero = none
-	base    []time.Time     // when the suspect process started (the quarantine counts from here)
+	base    []time.Time     // latest time the suspect process may have started (the window counts from here)
 	pending []bool          // suspect, the nodes' TTL registers not read yet: discounted meanwhile
+	epoch   []uint64        // suspicions begun per node: a resolution for an older one is dropped
 	reason  []string
-	stats   QuarantineStats // counters (Now unset)
+	bound   []string        // which bound set each node's latest window
+	last    []time.Time     // each node's latest window end (kept after the window is over)
+	factor  float64         // the drift factor: budget for the Client's clock rate over a window
+	stats   QuarantineStats // counters (Now, Nodes unset)
 	onEnd   func(i int)     // called when a node's quarantine is found over; may be nil
 }
 
 // QuarantineStats is what the restart quarantine has seen (see
-// WithRestartQuarantine, Client.QuarantineStats).
+// WithRestartQuarantine, Client.Stats).
 type QuarantineStats struct {
 	Started uint64 // quarantines begun: restarts, fail-overs, nodes started after the Client, fresh nodes in strict mode
 	Aliases uint64 // nodes found to be a server that an earlier node already is (same run_id)
 	Now     int    // nodes quarantined now
+	// Windows set by each bound: the registers (a proof), this Client's
+	// longest TTL, the deployment setting (the fallback). A window first
+	// set by the fallback and shortened by a later proof counts twice.
+	ByRegister, ByOwnTTL, BySetting uint64
+	Nodes                           []NodeWindow // per node, in node order: its latest window
+}
+
+// NodeWindow is one node's latest restart quarantine window.
+type NodeWindow struct {
+	Addr    string
+	Until   time.Time // end of the window on the Client's clock; zero if never quarantined
+	Bound   string    // BoundRegister, BoundOwnTTL, BoundSetting; "" never or pending
+	Reason  string
+	Pending bool // the registers are being read: the node does not count meanwhile
 }
 
 func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
 	n := len(addrs)
 	return &quarantine{clock: c, addrs: addrs, window: window, created: c.Now(), fresh: fresh,
 		ids: make([]node.Identity, n), until: make([]time.Time, n), base: make([]time.Time, n),
-		pending: make([]bool, n), reason: make([]string, n)}
+		pending: make([]bool, n), epoch: make([]uint64, n), reason: make([]string, n), bound: make([]string, n),
+		last: make([]time.Time, n), factor: 0.01}
 }
 
 // verdict is what learn found in a node's identity.
 type verdict struct {
-	until   time.Time // end of a quarantine begun now; zero if none
+	until   time.Time // provisional end of a quarantine begun now (the fallback); zero if none
 	suspect bool      // a process that may have lost keys: read the TTL registers, then resolve
 	changed bool      // a run_id other than the one learned before: a new process
+	epoch   uint64    // the suspicion's number, for resolve
 }
 
 // learn records node i's identity, read just now. A node whose run_id
@@ -100,14 +143,16 @@ type verdict struct {
 // gone; so may what a node first met held if it started after this Client
 // was created (by more than INFO's one-second resolution), or, in strict
 // mode, if it started less than a window ago. Such a node is suspect: it
-// stays out until window after its start (now - uptime) and, until
-// resolve, at all. A new run_id whose uptime is already past the window is
-// another server at this address (a promoted replica after fail-over, a
-// moved DNS name): it never saw the writes the old one acknowledged, so
-// it stays out one full window from now. A restart is exempt only when
-// this Client saw both the old and the new process durable (appendonly,
-// appendfsync always): a node restarted to turn durability on may have
-// lost its keys on the way.
+// does not count until resolve has read the other nodes' TTL registers,
+// and then until its window ends, counted from its start (now - uptime +
+// 1 s, at most now: the latest start INFO's whole seconds allow). Its provisional end is the
+// fallback (window after its start). A new run_id whose uptime is already
+// past the window is another server at this address (a promoted replica
+// after fail-over, a moved DNS name): it never saw the writes the old one
+// acknowledged, and its window counts from now. A restart is exempt only
+// when this Client saw both the old and the new process durable
+// (appendonly, appendfsync always): a node restarted to turn durability on
+// may have lost its keys on the way.
 func (q *quarantine) learn(i int, id node.Identity) verdict {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -119,7 +164,9 @@ func (q *quarantine) learn(i int, id node.Identity) verdict {
 	}
 	now := q.clock.Now()
 	v := verdict{changed: prev.RunID != ""}
-	reason, base := "restart observed", now.Add(-id.Uptime)
+	// INFO's uptime is the difference of two whole-second clock readings:
+	// the process may be up to a second younger than it says.
+	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
 	switch {
 	case prev.RunID == "" && now.Sub(q.created) > id.Uptime+time.Second:
 		reason = "started after this Client"
@@ -133,32 +180,101 @@ func (q *quarantine) learn(i int, id node.Identity) verdict {
 		return v
 	}
 	v.suspect = true
-	q.base[i], q.reason[i], q.pending[i], q.until[i] = base, reason, true, time.Time{}
+	q.epoch[i]++
+	v.epoch = q.epoch[i]
+	q.base[i], q.reason[i], q.pending[i], q.until[i], q.bound[i] = base, reason, true, time.Time{}, ""
 	if u := base.Add(w); u.After(now) {
 		q.until[i], v.until = u, u
 		q.stats.Started++
 	}
+	q.last[i] = q.until[i]
 	return v
 }
 
-// resolve ends node i's wait for the TTL registers (see learn): its
-// quarantine lasts until reg (the longest TTL the other nodes carry; 0
-// when none could be read) after its start, if that is later. It returns
-// the quarantine's new end, or zero if it did not move.
-func (q *quarantine) resolve(i int, reg time.Duration) time.Time {
+// resolve ends suspicion epoch of node i with what the other nodes' TTL
+// registers showed (see proveWindow): the window until which no lock the
+// node may have lost can still be held, or, where the registers could not
+// show one (proven false), the fallback: the longest of the deployment
+// setting, this Client's longest TTL and the longest TTL read (longest),
+// counted from the node's start. It returns the window's end and its
+// bound, and whether it took effect (false for an epoch no longer current,
+// or, under QuarantineSettingFloor, a proof shorter than the fallback).
+// A later resolve of the same epoch may shorten a fallback to a proof:
+// the node was discounted all along.
+func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, longest time.Duration) (time.Time, string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	q.pending[i] = false
-	now := q.clock.Now()
-	u := q.base[i].Add(reg)
-	if !u.After(now) || !u.After(q.until[i]) {
-		return time.Time{}
+	if q.epoch[i] != epoch || !q.pending[i] && q.bound[i] == BoundRegister {
+		return time.Time{}, "", false
 	}
-	if q.until[i].IsZero() { // not begun by learn
+	fb, bound := q.fallback()
+	if longest > fb {
+		fb, bound = longest, BoundRegister
+	}
+	fallback := q.base[i].Add(fb)
+	if !proven || q.floor && until.Before(fallback) {
+		if !q.pending[i] { // already on the fallback
+			return q.until[i], q.bound[i], false
+		}
+		until = fallback // bound: the setting, this Client's TTL, or the longest TTL read (register)
+	} else {
+		bound = BoundRegister
+	}
+	now := q.clock.Now()
+	if !until.After(now) {
+		until = now
+	}
+	if q.until[i].IsZero() && until.After(now) {
 		q.stats.Started++
 	}
-	q.until[i] = u
-	return u
+	q.pending[i], q.until[i], q.bound[i], q.last[i] = false, until, bound, until
+	switch bound {
+	case BoundRegister:
+		q.stats.ByRegister++
+	case BoundOwnTTL:
+		q.stats.ByOwnTTL++
+	default:
+		q.stats.BySetting++
+	}
+	return until, bound, true
+}
+
+// current reports whether epoch is still node i's latest suspicion and
+// its window has not been shown by the registers yet.
+func (q *quarantine) current(i int, epoch uint64) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.epoch[i] == epoch && q.bound[i] != BoundRegister
+}
+
+// fallback is the window used where the registers show none: the
+// deployment setting or this Client's longest TTL, whichever is longer,
+// and which it is. q.mu must be held.
+func (q *quarantine) fallback() (time.Duration, string) {
+	w := q.window()
+	if q.setting > 0 && w > q.setting {
+		return w, BoundOwnTTL
+	}
+	return w, BoundSetting
+}
+
+// witness reports whether node j, whose identity id was read just now,
+// can vouch for its TTL register: its process is one this Client knows,
+// not under quarantine or suspicion, and not one the quarantine would
+// suspect if it met it now (started after this Client, or young in strict
+// mode). Such a node kept its register since before any lock that may
+// still be held was last granted or extended on it (see SAFETY.md).
+func (q *quarantine) witness(j int, id node.Identity) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now, known := q.clock.Now(), q.ids[j]
+	switch {
+	case q.pending[j] || now.Before(q.until[j]):
+		return false
+	case known.RunID == "":
+		return now.Sub(q.created) <= id.Uptime+time.Second && !(q.fresh && id.Uptime < q.window())
+	}
+	return known.RunID == id.RunID
 }
 
 // discount is the gate: node i's vote does not count while it is
@@ -174,17 +290,17 @@ func (q *quarantine) discount(i int) error {
 			}
 		}
 	}
-	u, now, reason := q.until[i], q.clock.Now(), q.reason[i]
+	u, now, reason, bound := q.until[i], q.clock.Now(), q.reason[i], q.bound[i]
 	if q.pending[i] {
 		if u.Before(now) {
 			u = now
 		}
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason + "; the deployment's longest TTL not read yet"}
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason + "; the other nodes' TTL registers not read yet"}
 	}
 	if !u.IsZero() && now.Before(u) {
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason}
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason, Bound: bound}
 	}
 	q.until[i] = time.Time{}
 	q.mu.Unlock()
@@ -194,16 +310,19 @@ func (q *quarantine) discount(i int) error {
 	return nil
 }
 
-// snapshot returns the counters and how many nodes are quarantined now.
+// snapshot returns the counters, how many nodes are quarantined now and
+// each node's latest window.
 func (q *quarantine) snapshot() QuarantineStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats
 	now := q.clock.Now()
+	s.Nodes = make([]NodeWindow, len(q.addrs))
 	for i, u := range q.until {
 		if q.pending[i] || !u.IsZero() && now.Before(u) {
 			s.Now++
 		}
+		s.Nodes[i] = NodeWindow{Addr: q.addrs[i], Until: q.last[i], Bound: q.bound[i], Reason: q.reason[i], Pending: q.pending[i]}
 	}
 	return s
 }
@@ -227,32 +346,52 @@ const (
 	// locks were held. It costs every new deployment (and every test that
 	// starts nodes and locks at once) one window of unavailability.
 	QuarantineFresh QuarantineMode = iota + 1
+	// QuarantineSettingFloor keeps every restarted node out for at least
+	// the fallback (the deployment setting, this Client's longest TTL),
+	// even where the TTL registers show a shorter window. Use it where
+	// some client of the nodes cannot publish its TTLs (an ACL without
+	// the register key or EVALSHA): its locks are in no register.
+	QuarantineSettingFloor
 )
 
 // QuarantineOff as WithRestartQuarantine's window turns quarantine off.
 const QuarantineOff time.Duration = -1
 
 // WithRestartQuarantine sets the restart quarantine (default: on, with
-// DefaultQuarantineWindow). window is the deployment setting: the longest
-// lock (TTL or watchdog lease) any client of the deployment may hold on
-// these nodes. A node that restarted (its run_id changed), or that this
-// Client first meets and that started after the Client was created, does
-// not count toward the quorum until W after its start, W being the longest
-// of window, this Client's longest TTL, and the longest TTL any client
-// published in the nodes' register (node.MaxTTLKey, read from the other
-// nodes when the restart is seen; the node does not count until that read
-// answers or fails). Every Client raises that register to its longest TTL
-// before the first command that may grant or lengthen a lock with it. A
-// restart is exempt only if this Client saw both the old and the new
-// process run appendonly yes with appendfsync always. A zero window keeps
-// the default; QuarantineOff turns the quarantine off; another negative
-// window is refused by New. See QuarantineFresh for nodes met young.
+// DefaultQuarantineWindow). A node that restarted (its run_id changed), or
+// that this Client first meets and that started after the Client was
+// created, does not count toward the quorum until no lock it may have lost
+// can still be held. Every Client publishes, in each node's TTL register
+// (node.TTLRegisterKey), the TTLs it uses and until when a lock with them
+// may be held there, before the command that may grant or lengthen such a
+// lock; entries expire with the last lock that needed them. When a restart
+// is seen the other nodes' registers are read, and the node does not count
+// meanwhile; if enough nodes that did not restart answered (N - N/2 of
+// them: every quorum that may hold a lock includes one), the window is
+// the register's: the node's start plus the longest TTL they carry, each
+// entry capped by its own expiry (see SAFETY.md for the proof).
+//
+// window is the deployment setting, the longest lock (TTL or watchdog
+// lease) any client of the deployment may hold on these nodes. It is used
+// only where the registers cannot show a window (a majority of the nodes
+// may have restarted, too few registers answered, or an ACL refused the
+// register): then the node stays out until the longest of window, this
+// Client's longest TTL and the longest TTL read, after its start; the
+// registers are read again meanwhile, and a window they show later ends
+// the quarantine earlier. A restart is exempt only if this Client saw both
+// the old and the new process run appendonly yes with appendfsync always.
+// A zero window keeps the default; QuarantineOff turns the quarantine off;
+// another negative window is refused by New. See QuarantineFresh for nodes
+// met young, QuarantineSettingFloor for clients that cannot publish.
 func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option {
 	return clientOption(func(o *options) {
 		set(&o.qWindow, window)
 		for _, m := range modes {
-			if m == QuarantineFresh {
+			switch m {
+			case QuarantineFresh:
 				o.qFresh = true
+			case QuarantineSettingFloor:
+				o.qFloor = true
 			}
 		}
 	})
@@ -263,8 +402,8 @@ func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option
 type identities struct {
 	gen     []atomic.Uint64 // dials per node (dialHook)
 	learned []atomic.Uint64 // gen+1 when the identity was last learned; 0 never
-	maxTTL  atomic.Int64    // longest TTL used: published, and part of the window
-	pub     []atomic.Int64  // the longest TTL known raised in each node's register (see publish)
+	maxTTL  atomic.Int64    // longest TTL used: part of the fallback window
+	pub     []published     // what this Client published in each node's register (see publish)
 	alias   []atomic.Bool   // ErrSameServer logged once per node
 	noInfo  []atomic.Bool   // the node refused INFO (an ACL): it cannot be identified, and counts unprotected
 }
@@ -312,17 +451,11 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 		return false
 	}
 	v := c.q.learn(i, id)
-	if v.changed { // a new process: it has none of the registers raised before
-		c.ids.pub[i].Store(0)
-	}
-	for cur := c.ids.pub[i].Load(); int64(id.MaxTTL) > cur && !c.ids.pub[i].CompareAndSwap(cur, int64(id.MaxTTL)); cur = c.ids.pub[i].Load() {
+	if v.changed { // a new process: it has none of the entries published before
+		c.ids.pub[i].reset()
 	}
 	if v.suspect {
-		c.resolveLater(i)
-	}
-	if !v.until.IsZero() && c.o.logger != nil {
-		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined", slog.String("client", c.id),
-			slog.String("node", c.nodes[i].Addr()), slog.String("run_id", id.RunID), slog.Duration("for", v.until.Sub(c.o.clock.Now())))
+		c.resolveLater(i, v.epoch, id.RunID)
 	}
 	// Known for the connections dialed before INFO: one dialed during it
 	// (by INFO itself or by another call) may reach a server restarted
@@ -403,92 +536,14 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	return nil
 }
 
-// noteTTL makes ttl part of this Client's longest TTL: its own share of
-// the window, and what publish raises the nodes' registers to.
+// noteTTL makes ttl part of this Client's longest TTL: its share of the
+// fallback window.
 func (c *Client) noteTTL(ttl time.Duration) {
 	if c.q == nil {
 		return
 	}
 	for cur := c.ids.maxTTL.Load(); int64(ttl) > cur && !c.ids.maxTTL.CompareAndSwap(cur, int64(ttl)); cur = c.ids.maxTTL.Load() {
 	}
-}
-
-// publish raises node i's TTL register (node.MaxTTLKey) to this Client's
-// longest TTL, if it has not done so since the node last started, before a
-// command that may grant or lengthen a lock there: so that every node that
-// holds a lock carries its TTL, and a Client that sees another node
-// restart reads it there (readMaxTTL). A node that refuses the raise (an
-// ACL without the key or EVALSHA) is not asked again until it restarts; its
-// restarts are then covered by the deployment setting only. Any other
-// failure is returned as a not-sent error (gated): the command is not sent.
-func (c *Client) publish(ctx context.Context, i int) error {
-	if c.q == nil {
-		return nil
-	}
-	want := c.ids.maxTTL.Load()
-	if c.ids.pub[i].Load() >= want {
-		return nil
-	}
-	_, err := c.nodes[i].Do(ctx, node.RaiseMaxTTL(time.Duration(want)))
-	var re redis.Error
-	if err != nil && !errors.As(err, &re) {
-		return gated(c.nodes[i].Addr(), "TTL register ("+node.MaxTTLKey+") not raised", err)
-	}
-	for cur := c.ids.pub[i].Load(); want > cur && !c.ids.pub[i].CompareAndSwap(cur, want); cur = c.ids.pub[i].Load() {
-	}
-	return nil
-}
-
-// resolveLater reads the other nodes' TTL registers for suspect node i on
-// a goroutine of its own (Close waits for it), within the node timeout,
-// and then resolves its quarantine; the node stays discounted until then.
-// Read in the call that found the node suspect, a partitioned node's
-// timeout would hold that call past its deadline, so that the node never
-// got a command while it restarted.
-func (c *Client) resolveLater(i int) {
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), c.o.nodeTimeout)
-		defer cancel()
-		u := c.q.resolve(i, c.readMaxTTL(ctx, i))
-		if !u.IsZero() && c.o.logger != nil {
-			c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: node quarantined for the deployment's longest TTL", slog.String("client", c.id),
-				slog.String("node", c.nodes[i].Addr()), slog.Duration("for", u.Sub(c.o.clock.Now())))
-		}
-	}()
-}
-
-// readMaxTTL reads the TTL register of every node but i, in parallel
-// within ctx, and returns the longest TTL found: 0 if none answered (the
-// window then is the deployment setting and this Client's longest TTL).
-func (c *Client) readMaxTTL(ctx context.Context, i int) time.Duration {
-	var mu sync.Mutex
-	var max time.Duration
-	var wg sync.WaitGroup
-	for j := range c.nodes {
-		if j == i {
-			continue
-		}
-		wg.Add(1)
-		go func(j int) {
-			defer wg.Done()
-			if d, err := c.nodes[j].MaxTTL(ctx); err == nil {
-				mu.Lock()
-				max = maxDur(max, d)
-				mu.Unlock()
-			}
-		}(j)
-	}
-	wg.Wait()
-	return max
-}
-
-func maxDur(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
 }
 
 // refusesInfo reports an identification that the node answered with an
@@ -552,16 +607,17 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 		return
 	}
 	w := c.o.qWindow
-	window := func() time.Duration { return maxDur(w, time.Duration(c.ids.maxTTL.Load())) }
+	window := func() time.Duration { return max(w, time.Duration(c.ids.maxTTL.Load())) }
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
 	c.ids.alias = make([]atomic.Bool, len(clients))
 	c.ids.noInfo = make([]atomic.Bool, len(clients))
-	c.ids.pub = make([]atomic.Int64, len(clients))
+	c.ids.pub = make([]published, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 	}
 	c.q = newQuarantine(c.o.clock, c.Nodes(), window, c.o.qFresh)
+	c.q.setting, c.q.floor, c.q.factor = w, c.o.qFloor, c.o.driftFactor
 	if lg := c.o.logger; lg != nil {
 		c.q.onEnd = func(i int) {
 			lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: node quarantine over; its vote counts again",
@@ -575,23 +631,29 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 
 // restartGate is the quarantine as the Client's callGate: before a round
 // it identifies the nodes never met (identifyNew); before a command, a
-// node whose identity went stale (identifyFirst) and raises its TTL
-// register (publish); after it, it checks that the node did not restart
-// under the command (checkYes). Its discount is the quarantine's.
+// node whose identity went stale (identifyFirst) and publishes the
+// command's TTL in its register (publish), also before a watchdog
+// renewal; after it, it checks that the node did not restart under the
+// command (checkYes). Its discount is the quarantine's.
 type restartGate struct{ c *Client }
 
 func (g restartGate) discount(i int) error { return g.c.q.discount(i) }
 
 func (g restartGate) prepare(ctx context.Context, ttl time.Duration) { g.c.identifyNew(ctx, ttl) }
 
-func (g restartGate) before(ctx context.Context, i int) (uint64, error) {
+func (g restartGate) before(ctx context.Context, i int, ttl time.Duration) (uint64, error) {
 	if err := g.c.identifyFirst(ctx, i); err != nil {
 		return 0, err
 	}
-	if err := g.c.publish(ctx, i); err != nil {
+	if err := g.c.publish(ctx, i, ttl); err != nil {
 		return 0, err
 	}
 	return g.c.gen(i), nil
+}
+
+func (g restartGate) renew(ctx context.Context, i int, ttl time.Duration) error {
+	g.c.noteTTL(ttl)
+	return g.c.publish(ctx, i, ttl)
 }
 
 func (g restartGate) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {

@@ -22,8 +22,8 @@ func TestQuarantineArithmetic(t *testing.T) {
 	}
 	clk.Advance(time.Minute)
 	start := clk.Now()
-	u := learnNow(q, 0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 3 s ago
-	if want := start.Add(7 * time.Second); !u.Equal(want) {
+	u := learnNow(q, 0, node.Identity{RunID: "r2", Uptime: 3 * time.Second}) // restarted 2-4 s ago (whole seconds)
+	if want := start.Add(8 * time.Second); !u.Equal(want) {
 		t.Fatalf("until %v, want %v", u, want)
 	}
 	var qe *QuarantineError
@@ -35,7 +35,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 	}
 	var ended []int
 	q.onEnd = func(i int) { ended = append(ended, i) }
-	clk.Advance(7*time.Second - time.Nanosecond)
+	clk.Advance(8*time.Second - time.Nanosecond)
 	if q.discount(0) == nil {
 		t.Fatal("quarantine ended early")
 	}
@@ -80,7 +80,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 func learnNow(q *quarantine, i int, id node.Identity) time.Time {
 	v := q.learn(i, id)
 	if v.suspect {
-		q.resolve(i, 0)
+		q.resolve(i, v.epoch, false, time.Time{}, 0)
 	}
 	return v.until
 }
@@ -94,8 +94,8 @@ func TestQuarantineStartedAfterClient(t *testing.T) {
 	window := 10 * time.Second
 	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return window }, false)
 	clk.Advance(5 * time.Second)
-	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(8 * time.Second)) {
-		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(8*time.Second))
+	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(9 * time.Second)) {
+		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(9*time.Second))
 	}
 	var qe *QuarantineError
 	if err := q.discount(0); !errors.As(err, &qe) || qe.Reason != "started after this Client" {
@@ -117,18 +117,19 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 3 * time.Second }, false)
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	clk.Advance(time.Minute)
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second})
-	if !v.suspect || !v.until.Equal(clk.Now().Add(time.Second)) {
-		t.Fatalf("restart: %+v, want suspect, quarantined 1 s by its own window", v)
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}) // started 1-3 s ago
+	if !v.suspect || !v.until.Equal(clk.Now().Add(2*time.Second)) {
+		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
 	clk.Advance(time.Second)
 	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
-	if u, want := q.resolve(0, 20*time.Second), clk.Now().Add(17*time.Second); !u.Equal(want) {
+	want := clk.Now().Add(18 * time.Second)
+	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second); !u.Equal(want) {
 		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
 	}
-	clk.Advance(17*time.Second - time.Nanosecond)
+	clk.Advance(18*time.Second - time.Nanosecond)
 	if q.discount(0) == nil {
 		t.Fatal("quarantine ended before the other client's TTL")
 	}
@@ -144,7 +145,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 func TestQuarantineFreshAndSameServer(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return 5 * time.Second }, true)
-	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
+	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
 		t.Errorf("strict mode: fresh node until %v", u)
 	}
 	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour})
@@ -191,5 +192,152 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	ok, err = c.checkYes(ctx, 1, c.gen(1), true, nil)
 	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
 		t.Fatalf("yes from a node of unknown identity: %v %v, want a discounted yes", ok, err)
+	}
+}
+
+// The rule: a window from the registers needs n - n/2 distinct witnesses
+// (3 of 5: every quorum of 3 includes one of them); each entry counts
+// until the node's start plus its TTL, capped by its own expiry.
+func TestProveWindow(t *testing.T) {
+	base := time.Unix(1000, 0)
+	at := base.Add(100 * time.Millisecond)
+	w := func(run string, es ...node.Entry) witnessRead {
+		return witnessRead{ok: true, runID: run, reg: node.Register{Entries: es}, at: at}
+	}
+	short := node.Entry{TTL: 400 * time.Millisecond, Left: time.Second}
+	reads := []witnessRead{{}, w("b", short), w("c"), w("d"), {}}
+	until, ok := proveWindow(base, "a", 5, reads, 0.01)
+	if want := base.Add(400*time.Millisecond + DriftBudget(400*time.Millisecond, 0.01)); !ok || !until.Equal(want) {
+		t.Fatalf("3 witnesses of 5: %v %v, want %v proven", until, ok, want)
+	}
+	// Two witnesses, or three of which two are one server: not shown.
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b", short), w("c"), {}, {}}, 0.01); ok {
+		t.Error("2 witnesses of 5: proven")
+	}
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b"), w("b"), w("c"), {}}, 0.01); ok {
+		t.Error("an alias counted as a second witness")
+	}
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("a"), w("b"), w("c"), {}}, 0.01); ok {
+		t.Error("the restarted node's alias counted as a witness")
+	}
+	// A long entry about to expire caps at its expiry, not base + TTL.
+	long := node.Entry{TTL: 23 * time.Hour, Left: 2 * time.Second}
+	until, ok = proveWindow(base, "a", 5, []witnessRead{{}, w("b", short, long), w("c"), w("d"), {}}, 0.01)
+	if want := at.Add(2*time.Second + DriftBudget(2*time.Second, 0.01)); !ok || !until.Equal(want) {
+		t.Fatalf("23h entry with 2 s left: %v %v, want %v", until, ok, want)
+	}
+	// The legacy register never expires: base + its TTL.
+	legacy := w("c")
+	legacy.reg.Legacy = time.Minute
+	until, _ = proveWindow(base, "a", 5, []witnessRead{{}, w("b"), legacy, w("d"), {}}, 0.01)
+	if want := base.Add(time.Minute + DriftBudget(time.Minute, 0.01)); !until.Equal(want) {
+		t.Fatalf("legacy register: %v, want %v", until, want)
+	}
+	// Even n: 4 nodes need 2 witnesses (quorum 3).
+	if _, ok := proveWindow(base, "a", 4, []witnessRead{{}, w("b"), w("c"), {}}, 0.01); !ok {
+		t.Error("2 witnesses of 4: not proven")
+	}
+}
+
+// A witness is a node whose process this Client knows and does not
+// suspect: not a node under quarantine, nor a new run_id, nor one first
+// met that started after the Client.
+func TestQuarantineWitness(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a", "b", "c"}, func() time.Duration { return 10 * time.Second }, false)
+	old := node.Identity{RunID: "r0", Uptime: time.Hour}
+	learnNow(q, 0, old)
+	if !q.witness(0, old) {
+		t.Error("known node not a witness")
+	}
+	if q.witness(0, node.Identity{RunID: "r0b", Uptime: time.Second}) {
+		t.Error("a new run_id is a witness")
+	}
+	if !q.witness(1, node.Identity{RunID: "r1", Uptime: time.Hour}) {
+		t.Error("node first met, up long before the Client: not a witness")
+	}
+	clk.Advance(time.Minute)
+	if q.witness(1, node.Identity{RunID: "r1", Uptime: 30 * time.Second}) {
+		t.Error("node first met, started after the Client: a witness")
+	}
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second})
+	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
+		t.Error("pending node is a witness")
+	}
+	q.resolve(0, v.epoch, false, time.Time{}, 0)
+	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
+		t.Error("quarantined node is a witness")
+	}
+	clk.Advance(10 * time.Second)
+	if !q.witness(0, node.Identity{RunID: "r2", Uptime: 11 * time.Second}) {
+		t.Error("node past its window not a witness")
+	}
+}
+
+// A proof sets the window (bound register); a fallback may later be
+// shortened by a proof, never a proof by a later fallback; an older
+// epoch's resolution is dropped; QuarantineSettingFloor keeps the
+// fallback.
+func TestQuarantineResolveBounds(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 45 * time.Second }, false)
+	q.setting = 45 * time.Second
+	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
+	v := q.learn(0, node.Identity{RunID: "r2"})
+	now := clk.Now()
+	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0)
+	if !ok || bound != BoundSetting || !u.Equal(now.Add(45*time.Second)) {
+		t.Fatalf("fallback: %v %q %v", u, bound, ok)
+	}
+	var qe *QuarantineError
+	if err := q.discount(0); !errors.As(err, &qe) || qe.Bound != BoundSetting {
+		t.Fatalf("discount: %v", err)
+	}
+	clk.Advance(time.Second)
+	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0)
+	if !ok || bound != BoundRegister || !u.Equal(clk.Now()) {
+		t.Fatalf("proof after the fallback: %v %q %v", u, bound, ok)
+	}
+	if err := q.discount(0); err != nil {
+		t.Fatalf("proven window over, discount: %v", err)
+	}
+	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0); ok {
+		t.Fatal("a fallback replaced a proof")
+	}
+	v2 := q.learn(0, node.Identity{RunID: "r3"})
+	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0); ok {
+		t.Fatal("an older epoch's proof was taken")
+	}
+	s := q.snapshot()
+	if s.ByRegister != 1 || s.BySetting != 1 || !s.Nodes[0].Pending || s.Now != 1 {
+		t.Fatalf("stats: %+v", s)
+	}
+	q.floor = true
+	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0); bound != BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
+		t.Fatalf("floor mode: %v %q, want the setting", u, bound)
+	}
+	// This Client's own TTL longer than the setting labels the fallback.
+	q.window = func() time.Duration { return time.Minute }
+	v3 := q.learn(0, node.Identity{RunID: "r4"})
+	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0); bound != BoundOwnTTL {
+		t.Fatalf("own TTL fallback labelled %q", bound)
+	}
+}
+
+func TestTTLBucketAndHold(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{
+		400 * time.Millisecond: 400 * time.Millisecond, 437 * time.Millisecond: 437 * time.Millisecond, 12345 * time.Millisecond: 12400 * time.Millisecond,
+		1500 * time.Microsecond: 2 * time.Millisecond, 23 * time.Hour: 23 * time.Hour, 99 * time.Millisecond: 99 * time.Millisecond,
+		1001 * time.Millisecond: 1010 * time.Millisecond,
+	} {
+		if got := node.TTLBucket(in); got != want {
+			t.Errorf("TTLBucket(%v) = %v, want %v", in, got, want)
+		}
+	}
+	for _, b := range []time.Duration{time.Millisecond, 400 * time.Millisecond, time.Minute, 23 * time.Hour} {
+		h := holdFor(b, 0.01)
+		if lives := h - DriftBudget(h, 0.01); lives < b+min(b, publishSlack)+time.Second {
+			t.Errorf("hold %v for %v lives %v on the Client's clock", h, b, lives)
+		}
 	}
 }

@@ -192,6 +192,9 @@ func (c *Client) renewRound(ls []*Lock, rs []node.Renewal, ttl time.Duration) []
 	canSkip := c.canSkip(opRenew, c.need)
 	return quorum.StartBatch(ctx, cfg, len(rs), func(ctx context.Context, i int, ok []bool, errs []error) {
 		_, _, err := c.call(ctx, i, canSkip, func(ctx context.Context, i int) (int64, bool, error) {
+			if err := c.beforeRenew(ctx, i, ttl); err != nil { // the restart quarantine's TTL register
+				return 0, false, err
+			}
 			return inOrder(ctx, ls, i, func() (int64, bool, error) {
 				return 0, true, c.nodes[i].ExtendMany(ctx, rs, ok, errs)
 			})

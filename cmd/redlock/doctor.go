@@ -44,7 +44,7 @@ const (
 	checkVersion     = "version"
 )
 
-var doctorChecks = []string{checkRole, checkDistinct, checkPersistence, checkUptime, checkEviction, checkClock, checkLatency, checkVersion}
+var doctorChecks = []string{checkRole, checkDistinct, checkPersistence, checkUptime, checkEviction, checkClock, checkLatency, checkVersion, checkRestartWindow}
 
 // doctorCallTimeout bounds each INFO, CONFIG, PING and TIME doctor sends.
 const doctorCallTimeout = 2 * time.Second
@@ -93,26 +93,27 @@ type Feature struct {
 
 // NodeReport is what doctor found on one node.
 type NodeReport struct {
-	Node            string         `json:"node"` // the URL, password masked
-	Reachable       bool           `json:"reachable"`
-	Error           string         `json:"error,omitempty"`
-	Server          string         `json:"server,omitempty"` // redis or valkey
-	Version         string         `json:"version,omitempty"`
-	Mode            string         `json:"mode,omitempty"` // standalone, cluster, sentinel
-	RunID           string         `json:"run_id,omitempty"`
-	Role            string         `json:"role,omitempty"` // master or slave
-	Replicas        int            `json:"replicas"`
-	Master          string         `json:"master,omitempty"` // a replica's master host:port
-	UptimeS         int64          `json:"uptime_s"`
-	AOF             bool           `json:"appendonly"`
-	Appendfsync     string         `json:"appendfsync,omitempty"`
-	MaxMemory       int64          `json:"maxmemory"`
-	MaxMemoryPolicy string         `json:"maxmemory_policy,omitempty"`
-	Clock           *ClockReport   `json:"clock,omitempty"`
-	Latency         *LatencyReport `json:"latency,omitempty"`
-	Features        []Feature      `json:"features,omitempty"`
-	Checks          []Check        `json:"checks"`
-	Verdict         string         `json:"verdict"` // the worst of Checks
+	Node            string          `json:"node"` // the URL, password masked
+	Reachable       bool            `json:"reachable"`
+	Error           string          `json:"error,omitempty"`
+	Server          string          `json:"server,omitempty"` // redis or valkey
+	Version         string          `json:"version,omitempty"`
+	Mode            string          `json:"mode,omitempty"` // standalone, cluster, sentinel
+	RunID           string          `json:"run_id,omitempty"`
+	Role            string          `json:"role,omitempty"` // master or slave
+	Replicas        int             `json:"replicas"`
+	Master          string          `json:"master,omitempty"` // a replica's master host:port
+	UptimeS         int64           `json:"uptime_s"`
+	AOF             bool            `json:"appendonly"`
+	Appendfsync     string          `json:"appendfsync,omitempty"`
+	MaxMemory       int64           `json:"maxmemory"`
+	MaxMemoryPolicy string          `json:"maxmemory_policy,omitempty"`
+	Clock           *ClockReport    `json:"clock,omitempty"`
+	Latency         *LatencyReport  `json:"latency,omitempty"`
+	Features        []Feature       `json:"features,omitempty"`
+	Register        *RegisterReport `json:"ttl_register,omitempty"` // the restart quarantine's TTL register (register.go)
+	Checks          []Check         `json:"checks"`
+	Verdict         string          `json:"verdict"` // the worst of Checks
 
 	info      map[string]string
 	infoErr   string
@@ -358,6 +359,7 @@ func examine(ctx context.Context, c *redis.Client, name string, cfg doctorConfig
 		}
 	}
 
+	n.Register = readRegisterReport(ctx, c)
 	n.Latency, n.Clock = sample(ctx, c, cfg)
 	return n
 }
@@ -629,6 +631,7 @@ func judge(rep *DoctorReport, cfg doctorConfig) {
 			fenceClockCheck(clockCheck(n.Clock, cfg.drift), n.Clock),
 			latencyCheck(n.Latency, cfg),
 			ver,
+			restartWindowCheck(rep.Nodes, i),
 		}
 		n.Verdict = verdictOK
 		for _, c := range n.Checks {

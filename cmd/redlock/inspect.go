@@ -125,6 +125,7 @@ func inspectCmd(fs *flag.FlagSet) runner {
 			}
 		} else {
 			printReports(out, reports)
+			printRegisters(context.Background(), out, clients, maskAll(urls))
 		}
 		bad := 0
 		for _, r := range reports {
@@ -166,7 +167,7 @@ func scanNode(ctx context.Context, c *redis.Client, urls []string, i int, patter
 			return &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
 		}
 		for _, k := range keys {
-			if isFenceKey(k) || k == node.MaxTTLKey { // not locks: a lock's fence register, the Clients' TTL register
+			if isFenceKey(k) || k == node.MaxTTLKey || k == node.TTLRegisterKey { // not locks: a lock's fence register, the Clients' TTL registers
 				continue
 			}
 			if _, ok := per[k]; !ok {

@@ -99,15 +99,15 @@ func count(vals []string, want string) int {
 }
 
 // lockKeys returns the keys on node n but the Clients' TTL register
-// (node.MaxTTLKey, one per node, kept on purpose): what locks and fence
-// registers left.
+// (node.TTLRegisterKey, one per node; it expires with its latest entry):
+// what locks and fence registers left.
 func lockKeys(ctx context.Context, n *harness.Node) ([]string, error) {
 	cl := n.Client()
 	defer cl.Close()
 	all, err := cl.Keys(ctx, "*").Result()
 	keys := all[:0]
 	for _, k := range all {
-		if k != node.MaxTTLKey {
+		if k != node.TTLRegisterKey && k != node.MaxTTLKey {
 			keys = append(keys, k)
 		}
 	}

@@ -21,7 +21,6 @@ type Identity struct {
 	AOF         bool   // appendonly yes (aof_enabled:1)
 	FsyncAlways bool   // appendfsync always; only meaningful with AOF
 	Version     string
-	MaxTTL      time.Duration // the node's MaxTTLKey register (Identify only); 0 unset or unreadable
 }
 
 // Durable reports whether the node keeps every acknowledged write across a
@@ -40,20 +39,54 @@ var ErrNoRunID = errors.New("redlock/node: INFO has no run_id")
 // ignores ctx deadlines (the call then ends in the background, counted by
 // the node's Tracker).
 func (n *Node) Identify(ctx context.Context) (Identity, error) {
-	if !n.guard {
-		return n.identify(ctx)
-	}
-	return guard(ctx, n.track, func() (Identity, error) { return n.identify(ctx) })
+	id, _, err := n.IdentifyRegister(ctx)
+	return id, err
 }
 
-func (n *Node) identify(ctx context.Context) (Identity, error) {
+// IdentifyRegister is Identify with the node's TTL register read in the
+// same round trip (see ReadRegister): regErr is the register read's own
+// error (a refused script, an ACL without the keys), nil when it was read;
+// an error reply to one command never stands for another's.
+func (n *Node) IdentifyRegister(ctx context.Context) (Identity, Register, error) {
+	type res struct {
+		id     Identity
+		reg    Register
+		regErr error
+	}
+	call := func() (res, error) {
+		id, reg, rerr, err := n.identify(ctx)
+		return res{id, reg, rerr}, err
+	}
+	var r res
+	var err error
+	if !n.guard {
+		r, err = call()
+	} else {
+		r, err = guard(ctx, n.track, call)
+	}
+	if err == nil && r.regErr != nil {
+		return r.id, Register{}, &RegisterError{Err: r.regErr}
+	}
+	return r.id, r.reg, err
+}
+
+// RegisterError is IdentifyRegister's error when the identity was read
+// but the TTL register was not.
+type RegisterError struct{ Err error }
+
+func (e *RegisterError) Error() string {
+	return "redlock/node: TTL register not read: " + e.Err.Error()
+}
+func (e *RegisterError) Unwrap() error { return e.Err }
+
+func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) {
 	var info *redis.StringCmd
 	var fsync *redis.MapStringStringCmd
-	var reg *redis.StringCmd
+	var reg registerRead
 	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
 		info = p.Info(ctx, "server", "persistence", "replication")
 		fsync = p.ConfigGet(ctx, "appendfsync")
-		reg = p.Get(ctx, MaxTTLKey)
+		reg = queueRegister(ctx, p)
 		return nil
 	})
 	s, err := info.Result()
@@ -61,19 +94,17 @@ func (n *Node) identify(ctx context.Context) (Identity, error) {
 		err = perr // no connection: go-redis leaves the commands' errors unset
 	}
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, Register{}, nil, err
 	}
 	id, err := ParseInfo(s)
 	if err != nil {
-		return Identity{}, err
+		return Identity{}, Register{}, nil, err
 	}
 	if m, err := fsync.Result(); err == nil {
 		id.FsyncAlways = m["appendfsync"] == "always"
 	}
-	if ms, err := reg.Int64(); err == nil && ms > 0 { // unset, refused (ACL) or malformed: 0
-		id.MaxTTL = time.Duration(ms) * time.Millisecond
-	}
-	return id, nil
+	r, rerr := reg.result()
+	return id, r, rerr, nil
 }
 
 // ParseInfo reads an Identity from INFO text (lines "field:value", CRLF

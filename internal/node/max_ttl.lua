@@ -1,10 +1,28 @@
--- Raise the deployment's longest-TTL register, never lower it.
--- KEYS[1] the register, ARGV[1] a TTL in milliseconds.
--- No expiry: it is one key per node, and it must outlive every lock.
+-- Publish a TTL in the node's TTL register (TTLRegisterKey): a hash whose
+-- fields are lock TTLs in milliseconds and whose values are the expiry of
+-- each entry in milliseconds on this node's clock (TIME). An entry is only
+-- ever raised here; entries whose expiry has passed are deleted on every
+-- publish, and the key expires with its latest entry (PEXPIREAT), so the
+-- register describes only the locks that may still be held.
+-- KEYS[1] the register, ARGV[1] a TTL in milliseconds, ARGV[2] how long
+-- the entry must live from now, in milliseconds.
 -- Returns 1.
-local t = tonumber(ARGV[1])
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if cur < t then
-  redis.call('SET', KEYS[1], ARGV[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local exp = now + tonumber(ARGV[2])
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0
+if cur < exp then
+  redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', exp))
 end
+local last = math.max(cur, exp)
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local e = tonumber(all[i + 1]) or 0
+  if e <= now then
+    redis.call('HDEL', KEYS[1], all[i])
+  elseif e > last then
+    last = e
+  end
+end
+redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', last))
 return 1

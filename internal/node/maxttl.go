@@ -4,48 +4,129 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// MaxTTLKey is the register, one per node, that holds the longest TTL (in
-// milliseconds) any client has announced it uses on the node: the window a
-// node that restarted empty must stay out of quorums.
+// TTLRegisterKey is the TTL register, one hash per node: field = a lock
+// TTL in milliseconds (rounded up by TTLBucket), value = until when (in
+// milliseconds on the node's own clock) a lock with that TTL may be held
+// on the node. Every Client publishes its TTL there (RaiseTTL) before a
+// command that may grant or lengthen a lock with it, so the node's
+// register covers every lock the node holds; entries expire with the last
+// lock that needed them, and the key with its latest entry.
+const TTLRegisterKey = "redlock:ttl"
+
+// MaxTTLKey is the legacy register (a string: the longest TTL in
+// milliseconds, raised only, never expiring) that earlier versions
+// published. It is read, never written: while it exists, its TTL counts as
+// an entry that never expires, so that Clients of both versions stay
+// covered during an upgrade. Delete it once every Client publishes
+// TTLRegisterKey.
 const MaxTTLKey = "redlock:max-ttl"
 
 var (
 	//go:embed max_ttl.lua
-	maxTTLSrc    string
-	maxTTLScript = redis.NewScript(maxTTLSrc)
+	ttlRaiseSrc    string
+	ttlRaiseScript = redis.NewScript(ttlRaiseSrc)
 )
 
-// RaiseMaxTTL raises the node's MaxTTLKey register to ttl, never lowering
-// it; the node says yes once it holds at least ttl.
-func RaiseMaxTTL(ttl time.Duration) *Cmd {
-	return scriptCmd(maxTTLScript, maxTTLSrc, []string{MaxTTLKey}, 1, ttl.Milliseconds())
+// TTLBucket rounds ttl up to whole milliseconds with three significant
+// digits (400ms and 23h stay, 1001ms becomes 1.01s): a register field
+// stands for every TTL up to it, and TTLs computed at run time add at most
+// 900 fields per decade instead of one per value.
+func TTLBucket(ttl time.Duration) time.Duration {
+	ms := (ttl + time.Millisecond - 1) / time.Millisecond
+	step := time.Duration(1)
+	for ms/step >= 1000 {
+		step *= 10
+	}
+	return (ms + step - 1) / step * step * time.Millisecond
 }
 
-// MaxTTL reads the node's MaxTTLKey register: 0 when it is unset. Like Do,
-// it returns by ctx's deadline also on a client that ignores ctx deadlines.
-func (n *Node) MaxTTL(ctx context.Context) (time.Duration, error) {
-	read := func() (time.Duration, error) {
-		s, err := n.client.Get(ctx, MaxTTLKey).Result()
-		if err == redis.Nil {
-			return 0, nil
-		}
-		if err != nil {
-			return 0, err
-		}
-		ms, err := strconv.ParseInt(s, 10, 64)
-		if err != nil || ms < 0 {
-			return 0, fmt.Errorf("redlock/node: %s holds %q, not a TTL in milliseconds", MaxTTLKey, s)
-		}
-		return time.Duration(ms) * time.Millisecond, nil
+// RaiseTTL publishes ttl (a TTLBucket) in the node's TTL register: its
+// entry lives at least hold from when the node runs the script (on the
+// node's clock), never less than it already did. Expired entries are
+// deleted and the key expires with its latest entry. The node says yes.
+func RaiseTTL(ttl, hold time.Duration) *Cmd {
+	return scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey}, 1, ttl.Milliseconds(), hold.Milliseconds())
+}
+
+// Entry is one live entry of a TTL register: a TTL and how long, on the
+// node's clock, the entry has left.
+type Entry struct{ TTL, Left time.Duration }
+
+// Register is what a node's TTL register held when it was read.
+type Register struct {
+	Entries []Entry       // live entries
+	Legacy  time.Duration // the legacy MaxTTLKey's TTL (never expires); 0 if absent
+}
+
+// Longest returns the longest TTL the register covers (legacy included).
+func (r Register) Longest() time.Duration {
+	d := r.Legacy
+	for _, e := range r.Entries {
+		d = max(d, e.TTL)
 	}
-	if !n.guard {
-		return read()
+	return d
+}
+
+// registerRead is a read of the TTL register queued on a pipeline: TIME,
+// then the register and the legacy key, each reply read on its own (an
+// error reply to one, e.g. WRONGTYPE or NOPERM, is not copied onto the
+// others). TIME comes first: the time each entry has left is measured from
+// it, which errs long.
+type registerRead struct {
+	now    *redis.TimeCmd
+	all    *redis.MapStringStringCmd
+	legacy *redis.StringCmd
+}
+
+func queueRegister(ctx context.Context, p redis.Pipeliner) registerRead {
+	return registerRead{now: p.Time(ctx), all: p.HGetAll(ctx, TTLRegisterKey), legacy: p.Get(ctx, MaxTTLKey)}
+}
+
+// result parses the replies: the live entries, each with the time it has
+// left on the node's clock, and the legacy TTL. A legacy key that is
+// absent, or of another type, reads as none.
+func (rr registerRead) result() (Register, error) {
+	now, err := rr.now.Result()
+	if err != nil {
+		return Register{}, err
 	}
-	return guard(ctx, n.track, read)
+	all, err := rr.all.Result()
+	if err != nil {
+		return Register{}, err
+	}
+	var r Register
+	nowMS := now.UnixMilli()
+	for f, v := range all {
+		ttl, err1 := strconv.ParseInt(f, 10, 64)
+		exp, err2 := strconv.ParseInt(v, 10, 64)
+		if err1 != nil || err2 != nil || ttl <= 0 {
+			return Register{}, fmt.Errorf("redlock/node: %s holds %q: %q, not a TTL and an expiry in milliseconds", TTLRegisterKey, f, v)
+		}
+		if exp > nowMS {
+			r.Entries = append(r.Entries, Entry{TTL: time.Duration(ttl) * time.Millisecond, Left: time.Duration(exp-nowMS) * time.Millisecond})
+		}
+	}
+	sort.Slice(r.Entries, func(i, j int) bool { return r.Entries[i].TTL < r.Entries[j].TTL })
+	if ms, err := rr.legacy.Int64(); err == nil && ms > 0 {
+		r.Legacy = time.Duration(ms) * time.Millisecond
+	}
+	return r, nil
+}
+
+// ReadRegister reads the TTL register of the node c reaches (for tools
+// that hold a plain go-redis client), in one round trip.
+func ReadRegister(ctx context.Context, c redis.Cmdable) (Register, error) {
+	var rr registerRead
+	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		rr = queueRegister(ctx, p)
+		return nil
+	})
+	return rr.result()
 }
