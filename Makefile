@@ -27,6 +27,7 @@ check:
 	GOWORK=off $(GO) vet ./...
 	cd integration && $(GO) vet ./...
 	cd cmd/redlock && $(GO) vet ./...
+	cd cmd/redlock-bench && $(GO) vet ./...
 	cd redlockotel && $(GO) vet ./...
 	cd examples/stock && $(GO) vet ./...
 	cd redlocktest && $(GO) vet ./...
@@ -47,6 +48,7 @@ integration:
 cli:
 	@scripts/ensure-redis.sh
 	cd cmd/redlock && $(GO) test $(RACE) -count=1 ./...
+	cd cmd/redlock-bench && $(GO) test $(RACE) -count=1 ./...
 
 ## examples: the fencing example against its own PostgreSQL and redis-server (installs postgresql if missing)
 examples:
@@ -63,14 +65,14 @@ chaos-full:
 	@scripts/ensure-redis.sh
 	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
 
-## bench: this library vs go-redsync, side by side; writes docs/bench/
+## bench: this library vs go-redsync and others, side by side (cmd/redlock-bench, a module of its own); writes docs/bench/
 bench:
 	@scripts/ensure-redis.sh
-	cd cmd/redlock && $(GO) run . bench --out ../../docs/bench
+	cd cmd/redlock-bench && $(GO) run . --out ../../docs/bench
 
 bench-quick:
 	@scripts/ensure-redis.sh
-	cd cmd/redlock && $(GO) run . bench --quick --out $${TMPDIR:-/tmp}/redlock-bench-quick
+	cd cmd/redlock-bench && $(GO) run . --quick --out $${TMPDIR:-/tmp}/redlock-bench-quick
 
 ## bench-go: go test -bench of acquire+release on 5 nodes, healthy and one frozen
 bench-go:

@@ -1,6 +1,8 @@
 // Command redlock runs the redlock demo, inspects and force-unlocks lock
-// keys on a set of Redis nodes, checks nodes against what the algorithm
-// needs, and benchmarks the library against go-redsync.
+// keys on a set of Redis nodes and checks nodes against what the
+// algorithm needs. The benchmark against go-redsync and others is a
+// command of its own, cmd/redlock-bench, so that this one links none of
+// the competitors.
 //
 //	redlock --help            the subcommands, one line each
 //	redlock COMMAND --help    a subcommand's flags
@@ -10,9 +12,9 @@
 // flag.FlagSet, so it cannot fall behind the flags.
 //
 // Exit codes: 0 success; 1 failure (demo saw its lock type's guarantee
-// broken, inspect found partial or TTL-less locks, doctor found a FAIL,
-// bench failed); 2 usage error (bad flag or URL); 3 a node is unreachable
-// or refused the credentials.
+// broken, inspect found partial or TTL-less locks, doctor found a FAIL);
+// 2 usage error (bad flag or URL); 3 a node is unreachable or refused the
+// credentials.
 package main
 
 import (
@@ -70,8 +72,6 @@ var commands = []command{
 	{name: "inspect", args: "PATTERN", summary: "which nodes hold which lock keys", flags: inspectCmd},
 	{name: "unlock", args: "KEY", summary: "delete a stuck lock on every node", flags: unlockCmd},
 	{name: "doctor", summary: "check the nodes against what the algorithm needs", flags: doctorCmd},
-	{name: "bench", summary: "this library vs go-redsync and others, side by side", flags: benchCmd},
-	{name: "bench worker", summary: "one process of the bench's processes scenario (started by bench)", flags: benchWorkerCmd, hidden: true},
 	{name: "version", summary: "the module version of this binary and its Go version (also --version)", flags: versionCmd},
 }
 
@@ -193,8 +193,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// lookup finds the command args name (the longest match: "bench worker"
-// before "bench") and returns it with the arguments after its name.
+// lookup finds the command args name (the longest match, for commands of
+// several words) and returns it with the arguments after its name.
 func lookup(args []string) (*command, []string) {
 	var best *command
 	var rest []string
