@@ -161,7 +161,7 @@ type doctorConfig struct {
 }
 
 func doctorCmd(fs *flag.FlagSet) runner {
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
+	nodes := nodeFlags(fs)
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
 	drift := fs.Float64("drift-factor", redlock.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
@@ -184,9 +184,9 @@ func doctorCmd(fs *flag.FlagSet) runner {
 		case *window < 10*time.Millisecond:
 			return usageErr("--window %v must be at least 10ms", *window)
 		}
-		urls := splitURLs(*nodesFlag)
-		if len(urls) == 0 {
-			return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+		urls, err := nodes.urls()
+		if err != nil {
+			return err
 		}
 		opts := make([]*redis.Options, len(urls))
 		shown := make([]string, len(urls))

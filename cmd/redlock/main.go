@@ -13,8 +13,11 @@
 //
 // Exit codes: 0 success; 1 failure (demo saw its lock type's guarantee
 // broken, inspect found partial or TTL-less locks, doctor found a FAIL);
-// 2 usage error (bad flag or URL); 3 a node is unreachable or refused the
-// credentials.
+// 2 usage error (bad flag or URL, unlock without --force); 3 a node is
+// unreachable or refused the credentials. inspect and unlock work on the
+// nodes that answer: with a quorum of them they name the others on stderr
+// and exit as if all had answered; with fewer they report what they
+// could and exit 3. unlock of a key that no node holds says so and exits 0.
 package main
 
 import (
@@ -77,8 +80,10 @@ var commands = []command{
 
 const usageFooter = `
 Run 'redlock COMMAND --help' for a command's flags.
-URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node.
+URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node,
+given by --nodes, --nodes-file FILE or $REDLOCK_NODES (the last two keep passwords out of argv).
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
+(inspect, unlock: 3 only when fewer than a quorum of the nodes answered)
 `
 
 // printUsage writes redlock --help: every listed command with its summary.
