@@ -6,7 +6,7 @@ RACE ?= -race
 # test's workload (see integration/invariant); empty: all of it.
 INVARIANT_AVOID ?=
 
-.PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
+.PHONY: demo test check unit oldest-go integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
@@ -40,6 +40,10 @@ unit:
 	GOWORK=off $(GO) test $(RACE) -count=1 ./...
 	cd redlockotel && $(GO) test $(RACE) -count=1 ./...
 	cd redlocktest && $(GO) test $(RACE) -count=1 ./...
+
+## oldest-go: the library, redlocktest and redlockotel built, vetted and tested (no -race) with the oldest Go each go.mod declares (the toolchain from the module proxy), and a user module at that go line keeps it after go mod tidy
+oldest-go:
+	scripts/oldest-go.sh
 
 integration:
 	@scripts/ensure-redis.sh
@@ -96,4 +100,4 @@ matrix-ci:
 	MATRIX_NO_CORE=redis-7.0 scripts/matrix.sh
 
 ## ci: what .ci/run runs after installing redis-server
-ci: test chaos-full invariant-long compose-check bench-quick matrix-ci
+ci: test oldest-go chaos-full invariant-long compose-check bench-quick matrix-ci
