@@ -47,7 +47,7 @@ oldest-go:
 
 integration:
 	@scripts/ensure-redis.sh
-	cd integration && INVARIANT_AVOID=$(INVARIANT_AVOID) $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/ ./invariant/ ./conformance/
+	cd integration && INVARIANT_AVOID=$(INVARIANT_AVOID) $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/ ./invariant/ ./conformance/ ./docs/
 
 cli:
 	@scripts/ensure-redis.sh

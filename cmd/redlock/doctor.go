@@ -755,7 +755,13 @@ func short(id string) string {
 	return id
 }
 
-const quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); fencing tokens (WithFencing) need appendfsync always in any case, since their registers do not expire"
+// quarantineNote is the persistence advice for locks and for fencing
+// tokens. Fence registers expire (a lock's TTL plus redlock.FenceMargin
+// after each write, see redlock.WithFencing), but outlive the quarantine:
+// a restart that loses them leaves tokens to the node-clock floor.
+var quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); " +
+	"fencing tokens (WithFencing): a restart without it loses the fence registers (each lives the lock's TTL plus " + redlock.FenceMargin.String() +
+	" after its last write, longer than the quarantine), and tokens then rest on the node-clock floor alone: keep node clocks in sync, or use appendfsync always"
 
 func persistenceCheck(n *NodeReport) Check {
 	switch {
