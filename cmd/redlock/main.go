@@ -81,7 +81,8 @@ var commands = []command{
 const usageFooter = `
 Run 'redlock COMMAND --help' for a command's flags.
 URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node,
-given by --nodes, --nodes-file FILE or $REDLOCK_NODES (the last two keep passwords out of argv).
+given by --nodes; inspect, unlock and doctor also read --nodes-file FILE or $REDLOCK_NODES
+(which keep passwords out of argv).
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
 (inspect, unlock: 3 only when fewer than a quorum of the nodes answered)
 `
