@@ -6,7 +6,7 @@ RACE ?= -race
 # test's workload (see integration/invariant); empty: all of it.
 INVARIANT_AVOID ?=
 
-.PHONY: demo test check unit integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
+.PHONY: demo test check unit oldest-go integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
@@ -27,6 +27,7 @@ check:
 	GOWORK=off $(GO) vet ./...
 	cd integration && $(GO) vet ./...
 	cd cmd/redlock && $(GO) vet ./...
+	cd cmd/redlock-bench && $(GO) vet ./...
 	cd redlockotel && $(GO) vet ./...
 	cd examples/stock && $(GO) vet ./...
 	cd redlocktest && $(GO) vet ./...
@@ -40,13 +41,18 @@ unit:
 	cd redlockotel && $(GO) test $(RACE) -count=1 ./...
 	cd redlocktest && $(GO) test $(RACE) -count=1 ./...
 
+## oldest-go: the library, redlocktest and redlockotel built, vetted and tested (no -race) with the oldest Go each go.mod declares (the toolchain from the module proxy), and a user module at that go line keeps it after go mod tidy
+oldest-go:
+	scripts/oldest-go.sh
+
 integration:
 	@scripts/ensure-redis.sh
-	cd integration && INVARIANT_AVOID=$(INVARIANT_AVOID) $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/ ./invariant/ ./conformance/
+	cd integration && INVARIANT_AVOID=$(INVARIANT_AVOID) $(GO) test $(RACE) -count=1 ./core/ ./metrics/ ./harness/ ./topology/ ./handoff/ ./invariant/ ./conformance/ ./docs/
 
 cli:
 	@scripts/ensure-redis.sh
 	cd cmd/redlock && $(GO) test $(RACE) -count=1 ./...
+	cd cmd/redlock-bench && $(GO) test $(RACE) -count=1 ./...
 
 ## examples: the fencing example against its own PostgreSQL and redis-server (installs postgresql if missing)
 examples:
@@ -63,14 +69,14 @@ chaos-full:
 	@scripts/ensure-redis.sh
 	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
 
-## bench: this library vs go-redsync, side by side; writes docs/bench/
+## bench: this library vs go-redsync and others, side by side (cmd/redlock-bench, a module of its own); writes docs/bench/
 bench:
 	@scripts/ensure-redis.sh
-	cd cmd/redlock && $(GO) run . bench --out ../../docs/bench
+	cd cmd/redlock-bench && $(GO) run . --out ../../docs/bench
 
 bench-quick:
 	@scripts/ensure-redis.sh
-	cd cmd/redlock && $(GO) run . bench --quick --out $${TMPDIR:-/tmp}/redlock-bench-quick
+	cd cmd/redlock-bench && $(GO) run . --quick --out $${TMPDIR:-/tmp}/redlock-bench-quick
 
 ## bench-go: go test -bench of acquire+release on 5 nodes, healthy and one frozen
 bench-go:
@@ -94,4 +100,4 @@ matrix-ci:
 	MATRIX_NO_CORE=redis-7.0 scripts/matrix.sh
 
 ## ci: what .ci/run runs after installing redis-server
-ci: test chaos-full invariant-long compose-check bench-quick matrix-ci
+ci: test oldest-go chaos-full invariant-long compose-check bench-quick matrix-ci

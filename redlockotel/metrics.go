@@ -18,13 +18,19 @@
 //	redlock.renewals          counter, {renewal}  Extend calls by redlock.outcome
 //	redlock.releases          counter, {release}  Release calls by redlock.outcome
 //	redlock.locks.lost        counter, {lock}     locks found lost, by redlock.op
-//	redlock.locks.held        gauge, {lock}       locks held now (acquired, not released, validity left)
-//	redlock.node.duration     histogram, s        every node call's answer time by redlock.node, redlock.op
-//	redlock.node.errors       counter, {error}    failed node calls by redlock.node, redlock.op, error.type
+//	redlock.locks.held        updowncounter, {lock} locks held now (acquired, not released, validity left)
+//	redlock.node.duration     histogram, s        every node call's answer time by server.address, server.port, redlock.op
+//	redlock.node.errors       counter, {error}    failed node calls by server.address, server.port, redlock.op, error.type
 //	redlock.drift.flagged     counter, {change}   nodes found outside the drift budget (Clients added with Watch)
-//	redlock.drift.out         gauge, {node}       nodes outside the drift budget now (Clients added with Watch)
+//	redlock.drift.out         updowncounter, {node} nodes outside the drift budget now (Clients added with Watch)
 //	redlock.quarantine.started counter, {node}    restart quarantines begun (Clients added with Watch)
-//	redlock.quarantine.nodes  gauge, {node}       nodes in restart quarantine now (Clients added with Watch)
+//	redlock.quarantine.nodes  updowncounter, {node} nodes in restart quarantine now (Clients added with Watch)
+//
+// The meter and the tracer are named ScopeName and carry this module's
+// version as their instrumentation scope's version. Attributes follow the
+// OpenTelemetry semantic conventions where one applies: a node is
+// server.address and server.port, error.type is set only where something
+// failed, durations are in seconds.
 //
 // redlock.outcome is, for acquisitions: acquired; held (enough nodes said
 // no: someone else holds the key); unavailable (too few nodes answered);
@@ -68,13 +74,24 @@
 // redlock.keys, redlock.op, redlock.outcome, redlock.quorum.need and
 // redlock.quorum.got (from the QuorumError of a failed call; on success
 // got only: the yes votes that counted), redlock.attempts,
-// redlock.remaining_ms, redlock.passed (acquisitions), redlock.token (with
-// fencing). A failed call has status Error with its error's message. Each
-// node of the last round is a span event named redlock.node with
-// redlock.node (address), redlock.node.vote, redlock.node.latency_ms (from
-// the start of the round), and when set redlock.node.error with error.type
-// (timeout or error) and redlock.node.discounted (why its yes did not
-// count). Node calls that end after their round was decided are not in the
+// redlock.remaining (seconds), redlock.passed (acquisitions),
+// redlock.token (with fencing).
+//
+// Status: a failed call has status Error with its error's message and
+// error.type set to its outcome (unavailable, deadline, canceled,
+// validity_expired, lost, not_held, ...). An acquisition whose outcome is
+// held (enough nodes hold the key for another client: TryLock's "no")
+// is not a failure: its status stays Unset and it has no error.type, so a
+// contended key does not show up as an error rate.
+//
+// Each node of the last round is a span event named redlock.node with
+// server.address, server.port, redlock.node.vote and redlock.node.latency
+// (seconds from the start of the round). A node call that failed adds
+// redlock.node.error and error.type (timeout or error); a node that had
+// not answered when the round was decided is redlock.node.pending (a
+// slower node, not an error), one left out after a timeout
+// redlock.node.skipped; redlock.node.discounted says why a yes did not
+// count. Node calls that end after their round was decided are not in the
 // span (see the redlock.node.* metrics).
 package redlockotel
 
@@ -98,7 +115,6 @@ const ScopeName = "github.com/redlock-go/redlock/redlockotel"
 const (
 	KeyOutcome   = attribute.Key("redlock.outcome")
 	KeyOp        = attribute.Key("redlock.op")
-	KeyNode      = attribute.Key("redlock.node")
 	KeyErrorType = attribute.Key("error.type")
 	KeyCause     = attribute.Key("redlock.cause")
 )
@@ -165,7 +181,7 @@ func New(opts ...Option) (*Metrics, error) {
 	if cfg.provider == nil {
 		cfg.provider = otel.GetMeterProvider()
 	}
-	meter := cfg.provider.Meter(ScopeName)
+	meter := cfg.provider.Meter(ScopeName, metric.WithInstrumentationVersion(scopeVersion()))
 	m := &Metrics{held: map[*redlock.Lock]struct{}{}, pruneAt: 64,
 		outcomes: map[string]metric.MeasurementOption{}, lostOpts: map[string]metric.MeasurementOption{}}
 	for _, o := range outcomes {
@@ -199,7 +215,7 @@ func New(opts ...Option) (*Metrics, error) {
 		metric.WithDescription("Time from the start of a round to one node's answer, also after the round was decided."),
 		metric.WithExplicitBucketBoundaries(nodeBounds...))
 	err = errors.Join(err, e)
-	held, e := meter.Int64ObservableGauge("redlock.locks.held", metric.WithUnit("{lock}"),
+	held, e := meter.Int64ObservableUpDownCounter("redlock.locks.held", metric.WithUnit("{lock}"),
 		metric.WithDescription("Locks acquired and not released whose validity has not run out."))
 	err = errors.Join(err, e)
 	wakeups, e := meter.Int64ObservableCounter("redlock.handoff.wakeups", metric.WithUnit("{wakeup}"),
@@ -211,13 +227,13 @@ func New(opts ...Option) (*Metrics, error) {
 	flagged, e := meter.Int64ObservableCounter("redlock.drift.flagged", metric.WithUnit("{change}"),
 		metric.WithDescription("Times the drift monitor found a node's clock outside the drift budget (see redlock.WithDriftMonitor). Clients added with Watch."))
 	err = errors.Join(err, e)
-	out, e := meter.Int64ObservableGauge("redlock.drift.out", metric.WithUnit("{node}"),
+	out, e := meter.Int64ObservableUpDownCounter("redlock.drift.out", metric.WithUnit("{node}"),
 		metric.WithDescription("Nodes whose clock the drift monitor finds outside the drift budget now. Clients added with Watch."))
 	err = errors.Join(err, e)
 	qStarted, e := meter.Int64ObservableCounter("redlock.quarantine.started", metric.WithUnit("{node}"),
 		metric.WithDescription("Restart quarantines begun: a node restarted (or failed over) without appendfsync always, and its vote did not count for one window (see redlock.WithRestartQuarantine). Clients added with Watch."))
 	err = errors.Join(err, e)
-	qNow, e := meter.Int64ObservableGauge("redlock.quarantine.nodes", metric.WithUnit("{node}"),
+	qNow, e := meter.Int64ObservableUpDownCounter("redlock.quarantine.nodes", metric.WithUnit("{node}"),
 		metric.WithDescription("Nodes in restart quarantine now. Clients added with Watch."))
 	err = errors.Join(err, e)
 	if err != nil {
@@ -394,7 +410,8 @@ func (m *Metrics) nodeOpt(node, op, typ string) metric.MeasurementOption {
 	if v, ok := m.nodeOpts.Load(k); ok {
 		return v.(metric.MeasurementOption)
 	}
-	kv := []attribute.KeyValue{KeyNode.String(node), KeyOp.String(op)}
+	kv := appendServer(make([]attribute.KeyValue, 0, 4), node)
+	kv = append(kv, KeyOp.String(op))
 	if typ != "" {
 		kv = append(kv, KeyErrorType.String(typ))
 	}

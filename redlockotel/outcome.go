@@ -83,11 +83,8 @@ func heldElsewhere(qe *redlock.QuorumError) bool {
 // nodeErrorType returns the error.type of a node call, or "" if it
 // succeeded.
 func nodeErrorType(e redlock.NodeEvent) string {
-	switch {
-	case e.Err == nil:
+	if e.Err == nil {
 		return ""
-	case e.Timeout():
-		return "timeout"
 	}
-	return "error"
+	return errorType(e.Timeout())
 }

@@ -13,21 +13,29 @@ import (
 	"github.com/redlock-go/redlock"
 )
 
-// Span attribute keys (besides KeyOp, KeyOutcome, KeyNode, KeyErrorType).
+// Span attribute keys (besides KeyOp, KeyOutcome, KeyErrorType and the
+// server.* keys).
 const (
 	KeyKey        = attribute.Key("redlock.key")  // a single-key lock's key
 	KeyKeys       = attribute.Key("redlock.keys") // a multi-key lock's keys
 	KeyNeed       = attribute.Key("redlock.quorum.need")
 	KeyGot        = attribute.Key("redlock.quorum.got")
 	KeyAttempts   = attribute.Key("redlock.attempts")
-	KeyRemaining  = attribute.Key("redlock.remaining_ms")
+	KeyRemaining  = attribute.Key("redlock.remaining") // seconds of validity left
 	KeyPassed     = attribute.Key("redlock.passed")
 	KeyToken      = attribute.Key("redlock.token")
 	KeyKind       = attribute.Key("redlock.kind") // the lock's type, when not plain
 	KeyVote       = attribute.Key("redlock.node.vote")
-	KeyLatency    = attribute.Key("redlock.node.latency_ms")
+	KeyLatency    = attribute.Key("redlock.node.latency") // seconds from the start of the round to the answer
 	KeyNodeError  = attribute.Key("redlock.node.error")
 	KeyDiscounted = attribute.Key("redlock.node.discounted")
+	// KeyPending marks a node that had not answered when the round was
+	// decided (the quorum was reached, or became impossible, without it):
+	// a slower node, not a failed one.
+	KeyPending = attribute.Key("redlock.node.pending")
+	// KeySkipped marks a node left out of the round because its last call
+	// timed out (redlock.ErrNodeSkipped): nothing was sent to it.
+	KeySkipped = attribute.Key("redlock.node.skipped")
 )
 
 // NodeEventName is the name of the span event of one node's answer.
@@ -47,7 +55,7 @@ func NewTracer(tp trace.TracerProvider) *Tracer {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	return &Tracer{tracer: tp.Tracer(ScopeName)}
+	return &Tracer{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(scopeVersion()))}
 }
 
 // Options returns the redlock.Client option that feeds this Tracer: its
@@ -100,10 +108,19 @@ func (t *Tracer) Observe(e redlock.Event) {
 		buf = appendNodeAttrs(buf, n)
 		span.AddEvent(NodeEventName, at, trace.WithAttributes(buf[start:len(buf):len(buf)]...))
 	}
-	if e.Err != nil {
+	if failed(e) {
 		span.SetStatus(codes.Error, e.Err.Error())
 	}
 	span.End(at)
+}
+
+// failed reports whether e's span has status Error: every operation that
+// returned an error, except an acquisition that found the key held by
+// another client (outcome held). That is the answer TryLock exists to
+// give, not a failure of the nodes or the library; counting it as an
+// error would make a contended key look like an outage.
+func failed(e redlock.Event) bool {
+	return e.Err != nil && Outcome(e) != "held"
 }
 
 // spanAttrs returns the attributes of e's span.
@@ -114,7 +131,11 @@ func spanAttrs(e redlock.Event) []attribute.KeyValue {
 	} else {
 		kv = append(kv, KeyKeys.StringSlice(e.Keys))
 	}
-	kv = append(kv, KeyOp.String(string(e.Op)), KeyOutcome.String(Outcome(e)))
+	outcome := Outcome(e)
+	kv = append(kv, KeyOp.String(string(e.Op)), KeyOutcome.String(outcome))
+	if failed(e) {
+		kv = append(kv, KeyErrorType.String(outcome))
+	}
 	var qe *redlock.QuorumError
 	if errors.As(e.Err, &qe) {
 		kv = append(kv, KeyNeed.Int(qe.Need), KeyGot.Int(qe.Got))
@@ -122,7 +143,7 @@ func spanAttrs(e redlock.Event) []attribute.KeyValue {
 		kv = append(kv, KeyGot.Int(counted(e.Nodes)))
 	}
 	if e.Op != redlock.OpLost {
-		kv = append(kv, KeyAttempts.Int(e.Attempts), KeyRemaining.Int64(e.Remaining.Milliseconds()))
+		kv = append(kv, KeyAttempts.Int(e.Attempts), KeyRemaining.Float64(e.Remaining.Seconds()))
 	}
 	if e.Op == redlock.OpAcquire {
 		kv = append(kv, KeyPassed.Bool(e.Passed))
@@ -148,21 +169,34 @@ func counted(nodes []redlock.NodeResult) int {
 }
 
 // maxNodeAttrs is the most attributes appendNodeAttrs adds.
-const maxNodeAttrs = 6
+const maxNodeAttrs = 7
 
-// appendNodeAttrs appends the attributes of one node's span event to kv.
+// appendNodeAttrs appends the attributes of one node's span event to kv:
+// error.type and redlock.node.error only for a call that failed; a node
+// that had not answered when the round was decided, or was not asked, is
+// marked as such and carries no error.
 func appendNodeAttrs(kv []attribute.KeyValue, n redlock.NodeResult) []attribute.KeyValue {
-	kv = append(kv, KeyNode.String(n.Addr), KeyVote.Bool(n.Vote),
-		KeyLatency.Float64(float64(n.Latency)/float64(time.Millisecond)))
-	if n.Err != nil {
-		typ := "error"
-		if n.Timeout() {
-			typ = "timeout"
-		}
-		kv = append(kv, KeyNodeError.String(n.Err.Error()), KeyErrorType.String(typ))
+	kv = appendServer(kv, n.Addr)
+	kv = append(kv, KeyVote.Bool(n.Vote), KeyLatency.Float64(n.Latency.Seconds()))
+	switch {
+	case n.Err == nil:
+	case errors.Is(n.Err, redlock.ErrPending):
+		kv = append(kv, KeyPending.Bool(true))
+	case errors.Is(n.Err, redlock.ErrNodeSkipped):
+		kv = append(kv, KeySkipped.Bool(true))
+	default:
+		kv = append(kv, KeyNodeError.String(n.Err.Error()), KeyErrorType.String(errorType(n.Timeout())))
 	}
 	if n.Discounted != nil {
 		kv = append(kv, KeyDiscounted.String(n.Discounted.Error()))
 	}
 	return kv
+}
+
+// errorType is the error.type of a failed node call.
+func errorType(timeout bool) string {
+	if timeout {
+		return "timeout"
+	}
+	return "error"
 }

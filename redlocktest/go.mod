@@ -1,6 +1,6 @@
 module github.com/redlock-go/redlock/redlocktest
 
-go 1.26.0
+go 1.22
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,38 +14,150 @@ import (
 	"github.com/redlock-go/redlock/internal/nodeurl"
 )
 
-// connect parses every URL (exit 2 on a bad one) and pings every node
-// (exit 3 naming the unreachable ones or bad credentials).
-func connect(urls []string) ([]*redis.Client, error) {
-	if len(urls) == 0 {
-		return nil, usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+// nodesEnv names the environment variable that lists the nodes when
+// neither --nodes nor --nodes-file is given: URLs with passwords stay out
+// of argv, and so out of ps and shell history.
+const nodesEnv = "REDLOCK_NODES"
+
+// nodeSource is where a command reads its node URLs from: --nodes,
+// --nodes-file or $REDLOCK_NODES, in that order.
+type nodeSource struct {
+	list *string
+	file *string
+}
+
+// nodeFlags registers --nodes and --nodes-file on fs.
+func nodeFlags(fs *flag.FlagSet) nodeSource {
+	return nodeSource{
+		list: fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (or --nodes-file, or $"+nodesEnv+")"),
+		file: fs.String("nodes-file", "", "read the node URLs from `FILE`: comma- or newline-separated, '#' starts a comment line; keeps passwords out of argv"),
 	}
-	var clients []*redis.Client
-	for _, u := range urls {
+}
+
+// urls returns the node URLs as given (unparsed). Both flags at once, an
+// unreadable file or no URLs at all is a usage error; nothing is sent.
+func (s nodeSource) urls() ([]string, error) {
+	var urls []string
+	switch {
+	case *s.list != "" && *s.file != "":
+		return nil, usageErr("--nodes and --nodes-file exclude each other")
+	case *s.list != "":
+		urls = splitURLs(*s.list)
+	case *s.file != "":
+		b, err := os.ReadFile(*s.file)
+		if err != nil {
+			return nil, usageErr("--nodes-file: %v", err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+				urls = append(urls, splitURLs(line)...)
+			}
+		}
+		if len(urls) == 0 {
+			return nil, usageErr("--nodes-file %s lists no node URL", *s.file)
+		}
+	default:
+		urls = splitURLs(os.Getenv(nodesEnv))
+	}
+	if len(urls) == 0 {
+		return nil, usageErr("--nodes is required (or --nodes-file, or $%s): a comma-separated list of redis:// URLs", nodesEnv)
+	}
+	return urls, nil
+}
+
+// nodeSet is the nodes a command works on. clients[i] is nil when node i
+// could not be used; missing[i] then says why.
+type nodeSet struct {
+	shown   []string // the URLs to show, passwords masked
+	clients []*redis.Client
+	missing []string
+}
+
+// answered is the number of usable nodes.
+func (s *nodeSet) answered() int {
+	n := 0
+	for _, c := range s.clients {
+		if c != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// drop takes node i out of the set (it failed mid-way) with the reason.
+func (s *nodeSet) drop(i int, err error) {
+	if s.clients[i] != nil {
+		_ = s.clients[i].Close()
+		s.clients[i] = nil
+	}
+	s.missing[i] = explain(err)
+}
+
+// missingLines is one "URL: reason" per node left out, in node order.
+func (s *nodeSet) missingLines() []string {
+	var out []string
+	for i, m := range s.missing {
+		if s.clients[i] == nil {
+			out = append(out, s.shown[i]+": "+m)
+		}
+	}
+	return out
+}
+
+func (s *nodeSet) close() { closeAll(s.clients) }
+
+// connectSome parses every URL (exit 2 on a bad one, before any traffic)
+// and pings every node at once. Nodes that do not answer or refuse the
+// credentials are left out of the set, each with its reason: the caller
+// decides whether the rest are enough.
+func connectSome(urls []string) (*nodeSet, error) {
+	s := &nodeSet{shown: maskAll(urls), clients: make([]*redis.Client, len(urls)), missing: make([]string, len(urls))}
+	for i, u := range urls {
 		opt, err := nodeurl.Parse(u)
 		if err != nil {
-			closeAll(clients)
+			s.close()
 			return nil, usageErr("bad node URL %v", err)
 		}
 		opt.ContextTimeoutEnabled = true
 		opt.DialTimeout = 2 * time.Second
 		opt.MaxRetries = -1
-		clients = append(clients, redis.NewClient(opt))
+		s.clients[i] = redis.NewClient(opt)
 	}
-	var bad []string
-	for i, c := range clients {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
+	errs := make([]error, len(urls))
+	var wg sync.WaitGroup
+	for i, c := range s.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			errs[i] = c.Ping(ctx).Err()
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
-			bad = append(bad, fmt.Sprintf("%s: %s", nodeurl.Mask(urls[i]), explain(err)))
+			s.drop(i, err)
 		}
 	}
-	if len(bad) > 0 {
-		closeAll(clients)
+	return s, nil
+}
+
+// connect is connectSome for commands that need every node: any node
+// left out is an error (exit 3) naming each with its reason.
+func connect(urls []string) ([]*redis.Client, error) {
+	if len(urls) == 0 {
+		return nil, usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+	}
+	s, err := connectSome(urls)
+	if err != nil {
+		return nil, err
+	}
+	if bad := s.missingLines(); len(bad) > 0 {
+		s.close()
 		return nil, &exitError{exitUnreachable, fmt.Errorf("nodes not usable:\n  %s", strings.Join(bad, "\n  "))}
 	}
-	return clients, nil
+	return s.clients, nil
 }
 
 func pingAll(urls []string) error {
@@ -66,7 +181,9 @@ func explain(err error) string {
 
 func closeAll(cs []*redis.Client) {
 	for _, c := range cs {
-		_ = c.Close()
+		if c != nil {
+			_ = c.Close()
+		}
 	}
 }
 

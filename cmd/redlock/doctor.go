@@ -162,7 +162,7 @@ type doctorConfig struct {
 }
 
 func doctorCmd(fs *flag.FlagSet) runner {
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
+	nodes := nodeFlags(fs)
 	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
 	drift := fs.Float64("drift-factor", redlock.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
@@ -185,9 +185,9 @@ func doctorCmd(fs *flag.FlagSet) runner {
 		case *window < 10*time.Millisecond:
 			return usageErr("--window %v must be at least 10ms", *window)
 		}
-		urls := splitURLs(*nodesFlag)
-		if len(urls) == 0 {
-			return usageErr("--nodes is required: a comma-separated list of redis:// URLs")
+		urls, err := nodes.urls()
+		if err != nil {
+			return err
 		}
 		opts := make([]*redis.Options, len(urls))
 		shown := make([]string, len(urls))
@@ -758,7 +758,13 @@ func short(id string) string {
 	return id
 }
 
-const quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); fencing tokens (WithFencing) need appendfsync always in any case, since their registers do not expire"
+// quarantineNote is the persistence advice for locks and for fencing
+// tokens. Fence registers expire (a lock's TTL plus redlock.FenceMargin
+// after each write, see redlock.WithFencing), but outlive the quarantine:
+// a restart that loses them leaves tokens to the node-clock floor.
+var quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); " +
+	"fencing tokens (WithFencing): a restart without it loses the fence registers (each lives the lock's TTL plus " + redlock.FenceMargin.String() +
+	" after its last write, longer than the quarantine), and tokens then rest on the node-clock floor alone: keep node clocks in sync, or use appendfsync always"
 
 func persistenceCheck(n *NodeReport) Check {
 	switch {

@@ -560,3 +560,14 @@ func TestDoctorFenceClocks(t *testing.T) {
 		t.Errorf("no clock: %+v", c)
 	}
 }
+
+// The persistence advice about fencing says what fencing.go promises:
+// fence registers expire (TTL plus FenceMargin), they are not kept forever.
+func TestDoctorFenceRegisterAdvice(t *testing.T) {
+	for _, n := range []*NodeReport{{AOF: false}, {AOF: true, Appendfsync: "everysec"}, {AOF: true, Appendfsync: "no"}} {
+		c := persistenceCheck(n)
+		if strings.Contains(c.Reason, "do not expire") || !strings.Contains(c.Reason, "TTL plus "+redlock.FenceMargin.String()) {
+			t.Errorf("persistence advice for %+v: %q", n, c.Reason)
+		}
+	}
+}

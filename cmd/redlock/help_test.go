@@ -70,8 +70,8 @@ func TestHelpCommandAndStrayArgs(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "--drift-factor") {
 		t.Errorf("redlock help doctor: exit %d\n%s", code, out)
 	}
-	code, _, errOut := runCmd(t, "bench", "extra")
+	code, _, errOut := runCmd(t, "doctor", "extra")
 	if code != exitUsage || !strings.Contains(errOut, "takes no arguments") {
-		t.Errorf("redlock bench extra: exit %d, stderr %q", code, errOut)
+		t.Errorf("redlock doctor extra: exit %d, stderr %q", code, errOut)
 	}
 }

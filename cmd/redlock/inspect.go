@@ -23,8 +23,11 @@ import (
 type NodeHold struct {
 	Node  string `json:"node"`
 	Owner string `json:"owner,omitempty"` // "" when the node does not hold the key
-	TTLms int64  `json:"ttl_ms"`          // -1: no TTL, -2: absent
-	Type  string `json:"type,omitempty"`  // set when the key is not a string nor a typed lock
+	TTLms int64  `json:"ttl_ms"`          // -1: no TTL, -2: absent or not known (Missing)
+	// Missing says why the node was not read (unreachable, bad
+	// credentials); "" when it was.
+	Missing string `json:"missing,omitempty"`
+	Type    string `json:"type,omitempty"` // set when the key is not a string nor a typed lock
 	// A reentrant or read-write lock (a hash with a '#kind' field):
 	Kind     string           `json:"kind,omitempty"`      // "reentrant" or "rw"
 	Holder   string           `json:"holder,omitempty"`    // reentrant: the hold's name (its first entry's owner)
@@ -42,9 +45,12 @@ type KeyReport struct {
 	Nodes      int    `json:"nodes"`            // nodes inspected
 	Quorum     int    `json:"quorum"`           // votes a lock needs
 	QuorumHeld bool   `json:"quorum_held"`
-	Partial    bool   `json:"partial"` // held by fewer than a quorum: a leftover
-	NoTTL      bool   `json:"no_ttl"`  // some node holds it without expiry
-	MinTTLms   int64  `json:"min_ttl_ms"`
+	Partial    bool   `json:"partial"` // held by fewer than a quorum, even counting the nodes not reached: a leftover
+	// Unknown: held by fewer than a quorum of the nodes reached, but the
+	// nodes not reached could make it a quorum.
+	Unknown  bool  `json:"unknown,omitempty"`
+	NoTTL    bool  `json:"no_ttl"` // some node holds it without expiry
+	MinTTLms int64 `json:"min_ttl_ms"`
 	// Fence is the highest fence register of the key on the nodes (see
 	// redlock.FenceKey): the token of the latest holder that took it
 	// with fencing; 0 if it never had one or the register expired.
@@ -82,6 +88,9 @@ func isFenceKey(k string) bool {
 func fence(ctx context.Context, clients []*redis.Client, key string) int64 {
 	var top int64
 	for _, c := range clients {
+		if c == nil {
+			continue
+		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		v, err := c.Get(cctx, redlock.FenceKey(key)).Int64()
 		cancel()
@@ -93,27 +102,33 @@ func fence(ctx context.Context, clients []*redis.Client, key string) int64 {
 }
 
 func inspectCmd(fs *flag.FlagSet) runner {
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
-	asJSON := fs.Bool("json", false, "print JSON")
+	nodes := nodeFlags(fs)
+	asJSON := fs.Bool("json", false, "print JSON (an array, [] when no key matches)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
-	return func(pos []string, out, _ io.Writer) error {
+	return func(pos []string, out, errOut io.Writer) error {
 		if len(pos) != 1 {
 			return usageErr("inspect takes one PATTERN (e.g. 'lock:*'), got %d arguments", len(pos))
 		}
-		urls := splitURLs(*nodesFlag)
-		clients, err := connect(urls)
+		urls, err := nodes.urls()
 		if err != nil {
 			return err
 		}
-		defer closeAll(clients)
 		q := *quorum
 		if q == 0 {
-			q = len(clients)/2 + 1
+			q = len(urls)/2 + 1
 		}
-		if q <= len(clients)/2 || q > len(clients) {
-			return usageErr("--quorum %d is out of range for %d nodes", q, len(clients))
+		if q <= len(urls)/2 || q > len(urls) {
+			return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
 		}
-		reports, err := inspect(context.Background(), clients, maskAll(urls), pos[0], q)
+		set, err := connectSome(urls)
+		if err != nil {
+			return err
+		}
+		defer set.close()
+		if set.answered() == 0 {
+			return noNode(set)
+		}
+		reports, err := inspect(context.Background(), set, pos[0], q)
 		if err != nil {
 			return err
 		}
@@ -126,6 +141,9 @@ func inspectCmd(fs *flag.FlagSet) runner {
 		} else {
 			printReports(out, reports)
 			printRegisters(context.Background(), out, clients, maskAll(urls))
+		}
+		if err := reachVerdict(set, q, errOut, "keys held only there are not shown"); err != nil {
+			return err
 		}
 		bad := 0
 		for _, r := range reports {
@@ -140,31 +158,58 @@ func inspectCmd(fs *flag.FlagSet) runner {
 	}
 }
 
+// noNode is the error when no node answered (exit 3), naming each.
+func noNode(set *nodeSet) error {
+	return &exitError{exitUnreachable, fmt.Errorf("no node answered:\n  %s", strings.Join(set.missingLines(), "\n  "))}
+}
+
+// reachVerdict says which nodes were not reached, if any: a warning on
+// errOut when a quorum (q) answered, so the result stands; an error with
+// exit 3 when fewer did. what says what the missing nodes mean for the
+// result.
+func reachVerdict(set *nodeSet, q int, errOut io.Writer, what string) error {
+	missing := set.missingLines()
+	if len(missing) == 0 {
+		return nil
+	}
+	msg := fmt.Sprintf("%d of %d nodes not reached (%s):\n  %s", len(missing), len(set.clients), what, strings.Join(missing, "\n  "))
+	if n := set.answered(); n < q {
+		return &exitError{exitUnreachable, fmt.Errorf("only %d of %d nodes answered, fewer than the quorum %d; %s", n, len(set.clients), q, msg)}
+	}
+	fmt.Fprintf(errOut, "warning: %s\n", msg)
+	return nil
+}
+
 // scanKeys finds the keys matching pattern on any node, and the permit
 // keys of the semaphores whose names match it ("lock:*" finds
 // "{lock:sem}:permit:0"), each with a NodeHold per node to fill (absent
 // until read).
-func scanKeys(ctx context.Context, clients []*redis.Client, urls []string, pattern string) (map[string][]NodeHold, error) {
+// A node whose SCAN fails is dropped from set.
+func scanKeys(ctx context.Context, set *nodeSet, pattern string) map[string][]NodeHold {
 	per := map[string][]NodeHold{}
-	for i, c := range clients {
+	for i, c := range set.clients {
+		if c == nil {
+			continue
+		}
 		for _, p := range []string{pattern, "{" + pattern + "}:permit:*"} { // the form of redlock.PermitKey
-			if err := scanNode(ctx, c, urls, i, p, per); err != nil {
-				return nil, err
+			if err := scanNode(ctx, c, set.shown, p, per); err != nil {
+				set.drop(i, err)
+				break
 			}
 		}
 	}
-	return per, nil
+	return per
 }
 
 // scanNode adds the keys node i holds that match pattern to per.
-func scanNode(ctx context.Context, c *redis.Client, urls []string, i int, pattern string, per map[string][]NodeHold) error {
+func scanNode(ctx context.Context, c *redis.Client, urls []string, pattern string, per map[string][]NodeHold) error {
 	var cursor uint64
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		keys, next, err := c.Scan(cctx, cursor, pattern, 1000).Result()
 		cancel()
 		if err != nil {
-			return &exitError{exitUnreachable, fmt.Errorf("%s: SCAN: %s", urls[i], explain(err))}
+			return err
 		}
 		for _, k := range keys {
 			if isFenceKey(k) || k == node.MaxTTLKey || k == node.TTLRegisterKey { // not locks: a lock's fence register, the Clients' TTL registers
@@ -183,24 +228,36 @@ func scanNode(ctx context.Context, c *redis.Client, urls []string, i int, patter
 	}
 }
 
-func inspect(ctx context.Context, clients []*redis.Client, urls []string, pattern string, quorum int) ([]KeyReport, error) {
-	per, err := scanKeys(ctx, clients, urls, pattern)
-	if err != nil {
-		return nil, err
-	}
-	var reports []KeyReport
+// inspect reports every key matching pattern on the nodes of set that
+// answer, sorted by key; never nil, so that JSON shows [] for no match. A
+// node that fails on the way is dropped from set and shown as missing in
+// every report.
+func inspect(ctx context.Context, set *nodeSet, pattern string, quorum int) ([]KeyReport, error) {
+	per := scanKeys(ctx, set, pattern)
 	for k, holds := range per {
-		for i, c := range clients {
+		for i, c := range set.clients {
+			if c == nil {
+				continue
+			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			h, err := readHold(cctx, c, k)
 			cancel()
 			if err != nil {
-				return nil, &exitError{exitUnreachable, fmt.Errorf("%s: %s: %s", urls[i], k, explain(err))}
+				set.drop(i, err)
+				continue
 			}
-			h.Node = urls[i]
+			h.Node = set.shown[i]
 			holds[i] = h
 		}
-		reports = append(reports, keyReport(ctx, clients, k, holds, quorum))
+	}
+	reports := []KeyReport{}
+	for k, holds := range per {
+		for i, c := range set.clients {
+			if c == nil { // not reached, or dropped after some keys were read
+				holds[i] = NodeHold{Node: set.shown[i], TTLms: -2, Missing: set.missing[i]}
+			}
+		}
+		reports = append(reports, keyReport(ctx, set.clients, k, holds, quorum))
 	}
 	sort.Slice(reports, func(i, j int) bool { return reports[i].Key < reports[j].Key })
 	return reports, nil
@@ -208,18 +265,35 @@ func inspect(ctx context.Context, clients []*redis.Client, urls []string, patter
 
 // keyReport summarizes k's holds as its lock type reads.
 func keyReport(ctx context.Context, clients []*redis.Client, k string, holds []NodeHold, quorum int) KeyReport {
+	var r KeyReport
 	switch kind := kindOf(k, holds); kind {
 	case "reentrant", "rw":
-		return summarizeTyped(k, kind, holds, quorum)
+		r = summarizeTyped(k, kind, holds, quorum)
 	case "semaphore":
-		r := summarize(k, holds, quorum)
+		r = summarize(k, holds, quorum)
 		r.Kind = kind
 		r.Semaphore, r.Permit, _ = permitOf(k)
-		return r
+	default:
+		r = summarize(k, holds, quorum)
+		r.Fence = fence(ctx, clients, k)
 	}
-	r := summarize(k, holds, quorum)
-	r.Fence = fence(ctx, clients, k)
+	unsure(&r)
 	return r
+}
+
+// unsure marks a key that fewer than a quorum of the nodes reached hold,
+// but that the nodes not reached could make up to a quorum: it is not a
+// sure leftover (Partial) but Unknown.
+func unsure(r *KeyReport) {
+	missing := 0
+	for _, h := range r.PerNode {
+		if h.Missing != "" {
+			missing++
+		}
+	}
+	if !r.QuorumHeld && missing > 0 && r.Held+missing >= r.Quorum {
+		r.Partial, r.Unknown = false, true
+	}
 }
 
 // durMs maps go-redis PTTL results to milliseconds, keeping -1 (no TTL)
@@ -302,6 +376,8 @@ func printPlain(out io.Writer, reports []KeyReport) {
 		var nodes strings.Builder
 		for _, h := range r.PerNode {
 			switch {
+			case h.Missing != "":
+				nodes.WriteByte('?')
 			case h.TTLms == -2:
 				nodes.WriteByte('.')
 			case h.Owner == r.Owner && h.Type == "":
@@ -310,13 +386,7 @@ func printPlain(out io.Writer, reports []KeyReport) {
 				nodes.WriteByte('x') // another owner or a non-string key
 			}
 		}
-		var flags []string
-		if r.Partial {
-			flags = append(flags, "PARTIAL")
-		}
-		if r.NoTTL {
-			flags = append(flags, "NO-TTL")
-		}
+		flags := flagsOf(r)
 		ttl := "-"
 		if r.MinTTLms >= 0 {
 			ttl = (time.Duration(r.MinTTLms) * time.Millisecond).String()
@@ -338,59 +408,107 @@ func printPlain(out io.Writer, reports []KeyReport) {
 	}
 	tw.Flush()
 	fmt.Fprintln(out, "CLIENT: the holder's instance id (redlock.Client.ID, logged by that process); OWNER: the attempt's random part")
-	fmt.Fprintln(out, "NODES: # holds the owner shown, x holds another owner or a non-lock value, . absent")
+	fmt.Fprintln(out, "NODES: # holds the owner shown, x holds another owner or a non-lock value, . absent, ? node not reached")
 	fmt.Fprintln(out, "FENCE: the highest fence register of the key (the latest fenced holder's token); - if never fenced")
+	for _, r := range reports {
+		if len(flagsOf(r)) > 0 {
+			fmt.Fprintln(out, "FLAGS: PARTIAL held by fewer than a quorum (a leftover); NO-TTL never expires; UNKNOWN fewer than a quorum seen, but the nodes not reached could hold the rest")
+			break
+		}
+	}
 }
 
 func unlockCmd(fs *flag.FlagSet) runner {
-	nodesFlag := fs.String("nodes", "", "comma-separated redis:// `URLS`, one per node (required)")
+	nodes := nodeFlags(fs)
 	force := fs.Bool("force", false, "really delete (required)")
-	return func(pos []string, out, _ io.Writer) error {
+	return func(pos []string, out, errOut io.Writer) error {
 		if len(pos) != 1 || pos[0] == "" {
 			return usageErr("unlock takes one KEY")
 		}
 		key := pos[0]
-		clients, err := connect(splitURLs(*nodesFlag))
+		urls, err := nodes.urls()
 		if err != nil {
 			return err
 		}
-		defer closeAll(clients)
-		urls := maskAll(splitURLs(*nodesFlag)) // to show: passwords masked
+		set, err := connectSome(urls)
+		if err != nil {
+			return err
+		}
+		defer set.close()
+		if set.answered() == 0 {
+			return noNode(set)
+		}
+		q := len(urls)/2 + 1
 		ctx := context.Background()
-		found := 0
-		for i, c := range clients {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			v, err := c.Get(cctx, key).Result()
-			ttl, _ := c.PTTL(cctx, key).Result()
-			cancel()
-			switch {
-			case errors.Is(err, redis.Nil):
-				fmt.Fprintf(out, "%s: %s absent\n", urls[i], key)
-				continue
-			case err != nil && !strings.Contains(err.Error(), "WRONGTYPE"):
-				return &exitError{exitUnreachable, fmt.Errorf("%s: %s", urls[i], explain(err))}
-			}
-			found++
-			verb := "would delete"
-			if *force {
-				verb = "deleting"
-			}
-			fmt.Fprintf(out, "%s: %s %s (owner %q, ttl %v)\n", urls[i], verb, key, v, ttl)
+		found := survey(ctx, set, key, *force, out)
+		const left = "the key may remain there until its TTL runs out; run unlock again when they are back"
+		if found == 0 {
+			fmt.Fprintf(out, "%s is held on none of the %d nodes that answered: nothing to delete\n", key, set.answered())
+			return reachVerdict(set, q, errOut, left)
 		}
 		if !*force {
 			return usageErr("refusing to delete without --force (%d nodes hold %s)", found, key)
 		}
 		deleted := 0
-		for i, c := range clients {
+		for i, c := range set.clients {
+			if c == nil {
+				continue
+			}
 			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			n, err := c.Del(cctx, key).Result()
 			cancel()
 			if err != nil {
-				return &exitError{exitUnreachable, fmt.Errorf("%s: DEL: %s", urls[i], explain(err))}
+				fmt.Fprintf(out, "%s: DEL failed: %s\n", set.shown[i], explain(err))
+				set.drop(i, err)
+				continue
 			}
 			deleted += int(n)
 		}
-		fmt.Fprintf(out, "deleted %s on %d of %d nodes\n", key, deleted, len(clients))
-		return nil
+		fmt.Fprintf(out, "deleted %s on %d of %d nodes\n", key, deleted, len(urls))
+		return reachVerdict(set, q, errOut, left)
 	}
+}
+
+// survey prints what each node of set holds for key (the owner value and
+// TTL, or absent; nodes not reached as such) and returns how many hold
+// it. A node that fails is dropped from set.
+func survey(ctx context.Context, set *nodeSet, key string, force bool, out io.Writer) int {
+	verb := "would delete"
+	if force {
+		verb = "deleting"
+	}
+	found := 0
+	for i, c := range set.clients {
+		if c == nil {
+			fmt.Fprintf(out, "%s: not reached (%s)\n", set.shown[i], set.missing[i])
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := c.Get(cctx, key).Result()
+		ttl, _ := c.PTTL(cctx, key).Result()
+		cancel()
+		switch {
+		case errors.Is(err, redis.Nil):
+			fmt.Fprintf(out, "%s: %s absent\n", set.shown[i], key)
+			continue
+		case err != nil && strings.Contains(err.Error(), "WRONGTYPE"):
+			v = "(not a string: a typed lock or other data)"
+		case err != nil:
+			fmt.Fprintf(out, "%s: not reached (%s)\n", set.shown[i], explain(err))
+			set.drop(i, err)
+			continue
+		}
+		found++
+		fmt.Fprintf(out, "%s: %s %s (owner %q, %s)\n", set.shown[i], verb, key, v, ttlText(ttl))
+	}
+	return found
+}
+
+// ttlText shows a PTTL result: "ttl 1.5s", or "no ttl" for a key that
+// never expires.
+func ttlText(d time.Duration) string {
+	if d < 0 {
+		return "no ttl"
+	}
+	return "ttl " + d.String()
 }

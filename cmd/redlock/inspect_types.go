@@ -197,11 +197,13 @@ func leftCell(ms int64) string {
 }
 
 // nodesCell is the per-node column: # where held, x where another owner
-// or shape, . where absent; held reports a node's hold as the one shown.
+// or shape, . where absent, ? where the node was not reached; held reports a node's hold as the one shown.
 func nodesCell(holds []NodeHold, held func(NodeHold) bool) string {
 	var b strings.Builder
 	for _, h := range holds {
 		switch {
+		case h.Missing != "":
+			b.WriteByte('?')
 		case h.TTLms == -2:
 			b.WriteByte('.')
 		case held(h):
@@ -310,6 +312,9 @@ func flagsOf(r KeyReport) []string {
 	}
 	if r.NoTTL {
 		flags = append(flags, "NO-TTL")
+	}
+	if r.Unknown {
+		flags = append(flags, "UNKNOWN")
 	}
 	return flags
 }

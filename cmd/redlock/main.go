@@ -1,6 +1,8 @@
 // Command redlock runs the redlock demo, inspects and force-unlocks lock
-// keys on a set of Redis nodes, checks nodes against what the algorithm
-// needs, and benchmarks the library against go-redsync.
+// keys on a set of Redis nodes and checks nodes against what the
+// algorithm needs. The benchmark against go-redsync and others is a
+// command of its own, cmd/redlock-bench, so that this one links none of
+// the competitors.
 //
 //	redlock --help            the subcommands, one line each
 //	redlock COMMAND --help    a subcommand's flags
@@ -10,9 +12,12 @@
 // flag.FlagSet, so it cannot fall behind the flags.
 //
 // Exit codes: 0 success; 1 failure (demo saw its lock type's guarantee
-// broken, inspect found partial or TTL-less locks, doctor found a FAIL,
-// bench failed); 2 usage error (bad flag or URL); 3 a node is unreachable
-// or refused the credentials.
+// broken, inspect found partial or TTL-less locks, doctor found a FAIL);
+// 2 usage error (bad flag or URL, unlock without --force); 3 a node is
+// unreachable or refused the credentials. inspect and unlock work on the
+// nodes that answer: with a quorum of them they name the others on stderr
+// and exit as if all had answered; with fewer they report what they
+// could and exit 3. unlock of a key that no node holds says so and exits 0.
 package main
 
 import (
@@ -70,15 +75,16 @@ var commands = []command{
 	{name: "inspect", args: "PATTERN", summary: "which nodes hold which lock keys", flags: inspectCmd},
 	{name: "unlock", args: "KEY", summary: "delete a stuck lock on every node", flags: unlockCmd},
 	{name: "doctor", summary: "check the nodes against what the algorithm needs", flags: doctorCmd},
-	{name: "bench", summary: "this library vs go-redsync and others, side by side", flags: benchCmd},
-	{name: "bench worker", summary: "one process of the bench's processes scenario (started by bench)", flags: benchWorkerCmd, hidden: true},
 	{name: "version", summary: "the module version of this binary and its Go version (also --version)", flags: versionCmd},
 }
 
 const usageFooter = `
 Run 'redlock COMMAND --help' for a command's flags.
-URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node.
+URLS is a comma-separated list of redis://, rediss:// or unix:// URLs, one per independent node,
+given by --nodes; inspect, unlock and doctor also read --nodes-file FILE or $REDLOCK_NODES
+(which keep passwords out of argv).
 exit codes: 0 ok, 1 failure, 2 usage, 3 node unreachable or bad credentials
+(inspect, unlock: 3 only when fewer than a quorum of the nodes answered)
 `
 
 // printUsage writes redlock --help: every listed command with its summary.
@@ -193,8 +199,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return exitFailure
 }
 
-// lookup finds the command args name (the longest match: "bench worker"
-// before "bench") and returns it with the arguments after its name.
+// lookup finds the command args name (the longest match, for commands of
+// several words) and returns it with the arguments after its name.
 func lookup(args []string) (*command, []string) {
 	var best *command
 	var rest []string

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,10 +21,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(benchWorkerEnv) != "" { // a process of the bench's processes scenario: see processes
-		redis.SetLogger(quiet{})
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -79,12 +79,14 @@ func (d *demoMetrics) nodeFailures() map[string]map[string]int64 {
 				continue
 			}
 			for _, p := range sum.DataPoints {
-				node, _ := p.Attributes.Value(redlockotel.KeyNode)
+				host, _ := p.Attributes.Value(redlockotel.KeyServerAddress)
+				port, _ := p.Attributes.Value(redlockotel.KeyServerPort)
 				typ, _ := p.Attributes.Value(redlockotel.KeyErrorType)
-				if out[node.AsString()] == nil {
-					out[node.AsString()] = map[string]int64{}
+				node := net.JoinHostPort(host.AsString(), port.Emit())
+				if out[node] == nil {
+					out[node] = map[string]int64{}
 				}
-				out[node.AsString()][typ.AsString()] += p.Value
+				out[node][typ.AsString()] += p.Value
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -175,14 +176,14 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 		"redlock.releases{redlock.outcome=not_held}":             1, // d, after its deadline
 		// The frozen node's calls ended after their rounds, at their
 		// deadlines; every call to every node was timed.
-		"redlock.node.errors{error.type=timeout,redlock.node=" + frozen + ",redlock.op=acquire}": 1,
-		"redlock.node.errors{error.type=timeout,redlock.node=" + frozen + ",redlock.op=release}": 1,
-		"redlock.node.duration{redlock.node=" + frozen + ",redlock.op=acquire}":                  5,
+		"redlock.node.errors{error.type=timeout,redlock.op=acquire," + server(frozen) + "}": 1,
+		"redlock.node.errors{error.type=timeout,redlock.op=release," + server(frozen) + "}": 1,
+		"redlock.node.duration{redlock.op=acquire," + server(frozen) + "}":                  5,
 	}
 	// The killed node: refused connections, which go-redis retries until
 	// the node deadline, so either kind.
-	if got["redlock.node.errors{error.type=error,redlock.node="+killed+",redlock.op=acquire}"]+
-		got["redlock.node.errors{error.type=timeout,redlock.node="+killed+",redlock.op=acquire}"] < 1 {
+	if got["redlock.node.errors{error.type=error,redlock.op=acquire,"+server(killed)+"}"]+
+		got["redlock.node.errors{error.type=timeout,redlock.op=acquire,"+server(killed)+"}"] < 1 {
 		t.Errorf("no acquire error counted on the killed node %s", killed)
 	}
 	for k, v := range atLeast {
@@ -206,7 +207,7 @@ func TestMetricsAgainstRealNodes(t *testing.T) {
 	// short when the blocking Lock's ctx runs out).
 	for k := range got {
 		if strings.HasPrefix(k, "redlock.node.errors") &&
-			!strings.Contains(k, frozen) && !strings.Contains(k, killed) {
+			!strings.Contains(k, server(frozen)) && !strings.Contains(k, server(killed)) {
 			t.Errorf("error counted on a healthy node: %s", k)
 		}
 	}
@@ -332,4 +333,10 @@ func (ev *nodeEvents) waitFor(t *testing.T, what string, cond func(map[string]in
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// server is a node's attributes as metrictest.Key writes them.
+func server(addr string) string {
+	host, port, _ := net.SplitHostPort(addr)
+	return "server.address=" + host + ",server.port=" + port
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // altHeads is the header cells of the single-node alternatives' columns
@@ -94,4 +95,15 @@ func scalingTable(r *Results) string {
 	}
 	b.WriteString("\n![cycles/s vs goroutines](scaling_independent.png)\n")
 	return b.String()
+}
+
+// quantile sorts d and returns its q-quantile (nearest rank below); 0 for
+// no samples.
+func quantile(d []time.Duration, q float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	i := int(q * float64(len(d)-1))
+	return d[i]
 }

@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/handoff"
 )
 
 // Stat is a latency summary of one contender in one scenario.
@@ -119,7 +118,7 @@ func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[nam
 // is the process its processes scenario starts.
 func benchCmd(fs *flag.FlagSet) runner {
 	quick := fs.Bool("quick", false, "short run (about a minute) for tests and CI")
-	outDir := fs.String("out", defaultOutDir(), "directory for results.json, results.md and the PNG plots (default: docs/bench at the repo root)")
+	outFlag := fs.String("out", "", "`DIR` for results.json, results.md and the PNG plots (default: docs/bench when run from cmd/redlock-bench in the repository, else ./bench-results)")
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated `SCENARIOS` to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
@@ -142,7 +141,7 @@ func benchCmd(fs *flag.FlagSet) runner {
 		}
 		if *locks != "" {
 			cfg.watch.locks = nil
-			for _, f := range splitURLs(*locks) {
+			for _, f := range splitList(*locks) {
 				var n int
 				if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
 					return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
@@ -157,17 +156,21 @@ func benchCmd(fs *flag.FlagSet) runner {
 		}
 		if *only != "" {
 			cfg.only = map[string]bool{}
-			for _, name := range splitURLs(*only) {
+			for _, name := range splitList(*only) {
 				if !slices.Contains(scenarios, name) {
 					return usageErr("--only: unknown scenario %q (have %s)", name, strings.Join(scenarios, ", "))
 				}
 				cfg.only[name] = true
 			}
 		}
+		outDir := *outFlag
+		if outDir == "" {
+			outDir = defaultOutDir()
+		}
 		if _, err := exec.LookPath("redis-server"); err != nil {
 			return errors.New("bench needs redis-server on PATH (apt-get install -y redis-server)")
 		}
-		if err := os.MkdirAll(*outDir, 0o755); err != nil {
+		if err := os.MkdirAll(outDir, 0o755); err != nil {
 			return err
 		}
 		steps := 0
@@ -198,18 +201,18 @@ func benchCmd(fs *flag.FlagSet) runner {
 		}
 		md := markdown(res)
 		fmt.Fprint(out, md)
-		if err := os.WriteFile(filepath.Join(*outDir, "results.md"), []byte(md), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(outDir, "results.md"), []byte(md), 0o644); err != nil {
 			return err
 		}
 		js, _ := json.MarshalIndent(res, "", "  ")
-		if err := os.WriteFile(filepath.Join(*outDir, "results.json"), js, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(outDir, "results.json"), js, 0o644); err != nil {
 			return err
 		}
-		pngs, err := plots(res, *outDir)
+		pngs, err := plots(res, outDir)
 		if err != nil {
 			return fmt.Errorf("plots: %w", err)
 		}
-		fmt.Fprintf(out, "\nwrote %s/{%s}\n", *outDir, strings.Join(append([]string{"results.md", "results.json"}, pngs...), ","))
+		fmt.Fprintf(out, "\nwrote %s/{%s}\n", outDir, strings.Join(append([]string{"results.md", "results.json"}, pngs...), ","))
 		return nil
 	}
 }
@@ -228,7 +231,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 		for _, n := range cfg.ns {
 			p.step(fmt.Sprintf("uncontended, %d nodes", n))
 			if err := timed("uncontended", func() error {
-				return withNodes(n, func(nodes []localNode, urls []string) error {
+				return withNodes(n, func(nodes []*node, urls []string) error {
 					cs, err := newAllContenders(urls) // the single-node alternatives on the first node
 					if err != nil {
 						return err
@@ -250,7 +253,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 	}
 	if cfg.runs("slow") {
 		if err := timed("slow", func() error {
-			return withNodes(5, func(nodes []localNode, urls []string) error {
+			return withNodes(5, func(nodes []*node, urls []string) error {
 				return slowScenarios(cfg, nodes, urls, res, p)
 			})
 		}); err != nil {
@@ -258,7 +261,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 		}
 	}
 	if cfg.runs("contention") || cfg.runs("processes") || cfg.runs("independent") || cfg.runs("scaling") || cfg.runs("allocs") {
-		err := withNodes(5, func(nodes []localNode, urls []string) error {
+		err := withNodes(5, func(nodes []*node, urls []string) error {
 			cs, err := newAllContenders(urls) // the single-node alternatives on the first node
 			if err != nil {
 				return err
@@ -336,7 +339,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 	}
 	if cfg.runs("watchdog") {
 		if err := timed("watchdog", func() error {
-			return withNodes(5, func(nodes []localNode, urls []string) error {
+			return withNodes(5, func(nodes []*node, urls []string) error {
 				for _, n := range cfg.watch.locks {
 					p.step(fmt.Sprintf("watchdog cost, %d locks", n))
 					res.Watchdog[n] = map[string]WatchStat{}
@@ -356,7 +359,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 	}
 	if cfg.runs("types") {
 		if err := timed("types", func() error {
-			return withNodes(5, func(_ []localNode, urls []string) error { return typesScenario(cfg, urls, res, p) })
+			return withNodes(5, func(_ []*node, urls []string) error { return typesScenario(cfg, urls, res, p) })
 		}); err != nil {
 			return nil, err
 		}
@@ -537,8 +540,8 @@ func median[T any](xs []T, f func(T) float64) float64 {
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
 }
 
-func withNodes(n int, fn func([]localNode, []string) error) error {
-	nodes, _, err := startNodes(n, false) // redis-server processes: cmdBench checked PATH
+func withNodes(n int, fn func([]*node, []string) error) error {
+	nodes, err := startNodes(n) // benchCmd checked PATH
 	if err != nil {
 		return err
 	}
@@ -550,7 +553,7 @@ func withNodes(n int, fn func([]localNode, []string) error) error {
 	return fn(nodes, urlsOf(nodes))
 }
 
-func slowScenarios(cfg benchCfg, nodes []localNode, urls []string, res *Results, p *progress) error {
+func slowScenarios(cfg benchCfg, nodes []*node, urls []string, res *Results, p *progress) error {
 	proxy, err := newDelayProxy(nodes[4].Addr())
 	if err != nil {
 		return err
@@ -636,7 +639,7 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 
 // contention: workers fight for one key, holding it 1ms each time.
 func contention(c contender, workers int, dur time.Duration) ContStat {
-	var before handoff.Stats
+	var before redlock.HandoffStats
 	h, isH := c.(handoffer)
 	if isH {
 		before = h.handoffStats()
@@ -1109,10 +1112,10 @@ func (p *progress) done() {
 }
 
 // defaultOutDir is docs/bench at the repository root when run from
-// cmd/redlock (as `make` does), else bench-results here.
+// cmd/redlock-bench (as `make bench` does), else bench-results here.
 func defaultOutDir() string {
 	if _, err := os.Stat("../../go.mod"); err == nil {
-		if _, err := os.Stat("../../cmd/redlock/go.mod"); err == nil {
+		if _, err := os.Stat("../../cmd/redlock-bench/go.mod"); err == nil {
 			return filepath.Join("..", "..", "docs", "bench")
 		}
 	}

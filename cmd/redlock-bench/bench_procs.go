@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock"
 )
 
 // benchWorkerEnv is set in the environment of the processes the processes
@@ -43,21 +43,21 @@ type ProcStat struct {
 	Handoff *HandoffStat `json:"handoff,omitempty"`
 }
 
-// workerReport is what one `redlock bench worker` process prints: its run
+// workerReport is what one `redlock-bench worker` process prints: its run
 // of hammer, with wall-clock times so that the parent can line the
 // processes up.
 type workerReport struct {
-	Counts  []int          `json:"counts"`
-	BusyNs  int64          `json:"busy_ns"`
-	WaitsNs []int64        `json:"waits_ns"`
-	Errors  int            `json:"errors"`
-	StartNs int64          `json:"start_unix_ns"`
-	EndNs   int64          `json:"end_unix_ns"`
-	Handoff *HandoffStat   `json:"handoff,omitempty"`
-	Stats   *handoff.Stats `json:"handoff_stats,omitempty"` // at the end, for the subscriptions' health
+	Counts  []int                 `json:"counts"`
+	BusyNs  int64                 `json:"busy_ns"`
+	WaitsNs []int64               `json:"waits_ns"`
+	Errors  int                   `json:"errors"`
+	StartNs int64                 `json:"start_unix_ns"`
+	EndNs   int64                 `json:"end_unix_ns"`
+	Handoff *HandoffStat          `json:"handoff,omitempty"`
+	Stats   *redlock.HandoffStats `json:"handoff_stats,omitempty"` // at the end, for the subscriptions' health
 }
 
-// benchWorkerCmd is `redlock bench worker --lib L --nodes URLS --workers W
+// benchWorkerCmd is `redlock-bench worker --lib L --nodes URLS --workers W
 // --duration D --key K`, the process the processes scenario starts (not
 // meant to be run by hand): it connects, prints "ready", waits for a line
 // on stdin, runs W workers on key K for D (1 ms inside) and prints a
@@ -70,7 +70,7 @@ func benchWorkerCmd(fs *flag.FlagSet) runner {
 	hold := fs.Duration("hold", time.Millisecond, "time inside the critical section")
 	key := fs.String("key", "hotproc", "the key")
 	return func(_ []string, out, _ io.Writer) error {
-		urls := splitURLs(*nodesFlag)
+		urls := splitList(*nodesFlag)
 		if len(urls) == 0 || *workers < 1 || *dur <= 0 {
 			return usageErr("bench worker: --nodes, --workers and --duration are required")
 		}
@@ -87,7 +87,7 @@ func benchWorkerCmd(fs *flag.FlagSet) runner {
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			return fmt.Errorf("bench worker: waiting for the start: %w", err)
 		}
-		var before handoff.Stats
+		var before redlock.HandoffStats
 		h, isH := c.(handoffer)
 		if isH {
 			before = h.handoffStats()
@@ -136,7 +136,7 @@ func processes(lib string, urls []string, procs, workers int, dur time.Duration,
 	}()
 	for i := range ps {
 		p := &proc{}
-		p.cmd = exec.CommandContext(ctx, exe, "bench", "worker", "--lib", lib, "--nodes", strings.Join(urls, ","),
+		p.cmd = exec.CommandContext(ctx, exe, "worker", "--lib", lib, "--nodes", strings.Join(urls, ","),
 			"--workers", strconv.Itoa(workers), "--duration", dur.String(), "--key", key)
 		p.cmd.Env = append(os.Environ(), benchWorkerEnv+"=1")
 		p.cmd.Stderr = &p.stderr

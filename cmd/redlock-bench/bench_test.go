@@ -122,9 +122,9 @@ func TestBenchProcessesWatchdog(t *testing.T) {
 }
 
 func TestBenchBadFlags(t *testing.T) {
-	for _, args := range [][]string{{"bench", "--only", "bogus"}, {"bench", "--repeat", "-1"}, {"bench", "--nope"},
-		{"bench", "--processes", "3"}, {"bench", "--processes", "0x8"}, {"bench", "--watchdog-locks", "10,x"}, {"bench", "--watchdog-locks", "0"},
-		{"bench", "worker", "--lib", "bogus", "--nodes", "redis://127.0.0.1:1"}, {"bench", "worker"}} {
+	for _, args := range [][]string{{"--only", "bogus"}, {"--repeat", "-1"}, {"--nope"},
+		{"--processes", "3"}, {"--processes", "0x8"}, {"--watchdog-locks", "10,x"}, {"--watchdog-locks", "0"},
+		{"worker", "--lib", "bogus", "--nodes", "redis://127.0.0.1:1"}, {"worker"}, {"extra"}} {
 		if code, _, errOut := runCmd(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut)
 		}
@@ -200,13 +200,13 @@ func TestPlotsWatchdogSizes(t *testing.T) {
 	}
 }
 
-// runBench runs `redlock bench ARGS --out DIR`, fails the test unless it
+// runBench runs `redlock-bench ARGS --out DIR`, fails the test unless it
 // exits 0 with every string of wants in its output, and returns the
 // output, the results.json it wrote and the directory it wrote to.
 func runBench(t *testing.T, wants []string, args ...string) (string, Results, string) {
 	t.Helper()
 	dir := t.TempDir()
-	code, out, errOut := runCmd(t, append(append([]string{"bench"}, args...), "--out", dir)...)
+	code, out, errOut := runCmd(t, append(args, "--out", dir)...)
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
