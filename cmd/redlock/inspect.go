@@ -140,7 +140,7 @@ func inspectCmd(fs *flag.FlagSet) runner {
 			}
 		} else {
 			printReports(out, reports)
-			printRegisters(context.Background(), out, clients, maskAll(urls))
+			printRegisters(context.Background(), out, set.clients, set.shown)
 		}
 		if err := reachVerdict(set, q, errOut, "keys held only there are not shown"); err != nil {
 			return err

@@ -100,6 +100,10 @@ func restartWindowCheck(nodes []NodeReport, i int) Check {
 func printRegisters(ctx context.Context, out io.Writer, clients []*redis.Client, urls []string) {
 	fmt.Fprintln(out, "\nrestart quarantine TTL registers ("+node.TTLRegisterKey+"):")
 	for i, c := range clients {
+		if c == nil { // not reached (see inspect's warning)
+			fmt.Fprintf(out, "  %s: ?\n", urls[i])
+			continue
+		}
 		fmt.Fprintf(out, "  %s: %s\n", urls[i], readRegisterReport(ctx, c))
 	}
 }
