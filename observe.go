@@ -179,6 +179,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 				slog.Int("votes", o.round.Yes),
 				slog.Int("need", c.need),
 				slog.Int("nodes", len(c.nodes)),
+				slog.String("kind", string(o.kind)),
 			}
 			if o.attempts > 1 {
 				attrs = append(attrs, slog.Int("attempts", o.attempts))
@@ -186,9 +187,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 			if o.passed {
 				attrs = append(attrs, slog.Bool("passed", true))
 			}
-			if o.kind != KindPlain {
-				attrs = append(attrs, slog.String("kind", string(o.kind)))
-			}
+
 			if o.lock != nil && o.lock.token != 0 {
 				attrs = append(attrs, slog.Int64("token", o.lock.token))
 			}
