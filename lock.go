@@ -42,7 +42,7 @@ type Lock struct {
 	acquired time.Time     // start of the winning attempt
 	watchdog bool          // renewed in the background (see Watchdog)
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
-	passes   int           // times the hold was passed on inside this Client in a row (passOn)
+	passes   int           // times the hold was passed on inside this Client in a row (see handOn)
 	order    *order        // the hold's extension calls, in order per node; shared with successors
 	typ      lockType      // the lock's type (kinds.go)
 	name     string        // the key the call asked for (a semaphore's name; else keys[0])
