@@ -43,6 +43,11 @@ var (
 	ErrHeldByCaller = errors.New("redlock: key is held by the caller")
 )
 
+// ErrNotDurable matches a node's vote that does not count because the node
+// did not confirm it on its disk (see WithDurableVotes); the node's error
+// in a QuorumError says why.
+var ErrNotDurable = node.ErrNotDurable
+
 // ErrReleased is the cause of a Lock's end (context.Cause of its Context)
 // after Release.
 var ErrReleased = errors.New("redlock: lock released")

@@ -94,6 +94,7 @@ type options struct {
 	driftOn      bool
 	driftExclude bool
 	coalesce     bool // WithoutCoalescing
+	durable      bool // WithDurableVotes
 	// onPhase, if set (by tests only), sees every phase transition of
 	// every Lock, under its mutex.
 	onPhase func(from lockstate.Phase, on lockstate.Event, to lockstate.Phase)
@@ -341,6 +342,31 @@ func (o *options) validate(n int) error {
 	}
 	return nil
 }
+
+// WithDurableVotes makes every vote durable (default: off). Each command
+// that may grant or lengthen a lock on a node (acquisitions, Extend,
+// watchdog renewals, fencing raises) is followed on that node, in the same
+// pipeline, by WAITAOF 1 0 t, t being the time left of the node's
+// deadline; the node's yes counts only if it confirms that the write is
+// fsynced to its append-only file in time. A yes it does not confirm (an
+// fsync slower than the node timeout, appendonly off, a server without
+// WAITAOF: Redis before 7.2, Valkey before 8.0) does not count: the node's
+// error in the QuorumError matches ErrNotDurable and says why, and what
+// the command wrote there is undone like any vote of unknown outcome.
+// Nothing falls back silently to votes that are not durable.
+//
+// Durable votes survive a node's crash and restart. The restart
+// quarantine (WithRestartQuarantine) then exempts a restarted node that
+// loaded its previous process's append-only file, as long as the TTL
+// registers show no live lock granted without durable votes: locks are
+// granted again as soon as the node is back, even when a majority of the
+// nodes restarted together. SAFETY.md states the rule and what it assumes
+// (fsync is honest; the AOF file survives the restart; every Client of
+// the nodes uses durable votes, which the registers check). The cost is
+// one fsync per pipeline per node: run the nodes with appendonly yes and
+// appendfsync everysec (always works too, at the cost of every write).
+// redlock doctor reports whether each node can give durable votes.
+func WithDurableVotes() Option { return clientOption(func(o *options) { o.durable = true }) }
 
 // WithoutCoalescing turns per-node command coalescing off (it is on by default).
 // While a call to a node is in flight, the calls of other goroutines to

@@ -72,6 +72,10 @@ const (
 	// BoundOwnTTL: this Client's longest TTL, when it is longer than the
 	// setting and the registers could not show a bound.
 	BoundOwnTTL = "own TTL"
+	// BoundDurable: the node kept its votes (durable votes, its
+	// append-only file loaded) and every register read showed only
+	// locks with durable votes: no window (see WithDurableVotes).
+	BoundDurable = "durable votes"
 )
 
 // quarantine is the gate that discounts nodes that restarted (unless this
@@ -110,6 +114,7 @@ type QuarantineStats struct {
 	// longest TTL, the deployment setting (the fallback). A window first
 	// set by the fallback and shortened by a later proof counts twice.
 	ByRegister, ByOwnTTL, BySetting uint64
+	ByDurable                       uint64 // restarts exempt: the node kept its durable votes (BoundDurable)
 	Nodes                           []NodeWindow // per node, in node order: its latest window
 }
 
@@ -135,6 +140,7 @@ type verdict struct {
 	until   time.Time // provisional end of a quarantine begun now (the fallback); zero if none
 	suspect bool      // a process that may have lost keys: read the TTL registers, then resolve
 	changed bool      // a run_id other than the one learned before: a new process
+	kept    bool      // a restart that loaded the previous process's append-only file (see learn)
 	epoch   uint64    // the suspicion's number, for resolve
 }
 
@@ -152,8 +158,12 @@ type verdict struct {
 // acknowledged, and its window counts from now. A restart is exempt only
 // when this Client saw both the old and the new process durable
 // (appendonly, appendfsync always): a node restarted to turn durability on
-// may have lost its keys on the way.
-func (q *quarantine) learn(i int, id node.Identity) verdict {
+// may have lost its keys on the way. A restart kept its votes when the new
+// process runs appendonly yes and its TTL register names the old process
+// (aofRun, the run_id a durable publish stamped there): it loaded the old
+// one's append-only file, with every vote confirmed on disk (see
+// WithDurableVotes, proveWindow).
+func (q *quarantine) learn(i int, id node.Identity, aofRun string) verdict {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	prev := q.ids[i]
@@ -163,7 +173,7 @@ func (q *quarantine) learn(i int, id node.Identity) verdict {
 		return verdict{}
 	}
 	now := q.clock.Now()
-	v := verdict{changed: prev.RunID != ""}
+	v := verdict{changed: prev.RunID != "", kept: prev.RunID != "" && id.AOF && aofRun == prev.RunID}
 	// INFO's uptime is the difference of two whole-second clock readings:
 	// the process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
@@ -201,10 +211,10 @@ func (q *quarantine) learn(i int, id node.Identity) verdict {
 // or, under QuarantineSettingFloor, a proof shorter than the fallback).
 // A later resolve of the same epoch may shorten a fallback to a proof:
 // the node was discounted all along.
-func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, longest time.Duration) (time.Time, string, bool) {
+func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, longest time.Duration, proof string) (time.Time, string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.epoch[i] != epoch || !q.pending[i] && q.bound[i] == BoundRegister {
+	if q.epoch[i] != epoch || !q.pending[i] && shown(q.bound[i]) {
 		return time.Time{}, "", false
 	}
 	fb, bound := q.fallback()
@@ -218,7 +228,7 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 		}
 		until = fallback // bound: the setting, this Client's TTL, or the longest TTL read (register)
 	} else {
-		bound = BoundRegister
+		bound = proof
 	}
 	now := q.clock.Now()
 	if !until.After(now) {
@@ -231,6 +241,8 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 	switch bound {
 	case BoundRegister:
 		q.stats.ByRegister++
+	case BoundDurable:
+		q.stats.ByDurable++
 	case BoundOwnTTL:
 		q.stats.ByOwnTTL++
 	default:
@@ -244,8 +256,12 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 func (q *quarantine) current(i int, epoch uint64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.epoch[i] == epoch && q.bound[i] != BoundRegister
+	return q.epoch[i] == epoch && !shown(q.bound[i])
 }
+
+// shown reports whether bound is a window shown by the registers, which a
+// later read does not change.
+func shown(bound string) bool { return bound == BoundRegister || bound == BoundDurable }
 
 // fallback is the window used where the registers show none: the
 // deployment setting or this Client's longest TTL, whichever is longer,
@@ -442,7 +458,11 @@ func (c *Client) stale(i int) bool {
 // votes count, unprotected by the quarantine (see README).
 func (c *Client) identify(ctx context.Context, i int) bool {
 	g := c.ids.gen[i].Load()
-	id, err := c.nodes[i].Identify(ctx)
+	id, own, err := c.nodes[i].IdentifyRegister(ctx)
+	var re *node.RegisterError
+	if errors.As(err, &re) { // identified; its register unread: not kept
+		err = nil
+	}
 	if refusesInfo(err) {
 		c.ids.noInfo[i].Store(true)
 		c.ids.learned[i].Store(g + 1)
@@ -450,12 +470,12 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 	if err != nil {
 		return false
 	}
-	v := c.q.learn(i, id)
+	v := c.q.learn(i, id, own.AOFRun)
 	if v.changed { // a new process: it has none of the entries published before
 		c.ids.pub[i].reset()
 	}
 	if v.suspect {
-		c.resolveLater(i, v.epoch, id.RunID)
+		c.resolveLater(i, v.epoch, id.RunID, v.kept, own)
 	}
 	// Known for the connections dialed before INFO: one dialed during it
 	// (by INFO itself or by another call) may reach a server restarted

@@ -91,7 +91,7 @@ func (c *Client) publish(ctx context.Context, i int, ttl time.Duration) error {
 	}
 	hold := holdFor(b, c.o.driftFactor)
 	sent := c.o.clock.Now()
-	_, err := c.nodes[i].Do(ctx, node.RaiseTTL(b, hold))
+	_, err := c.nodes[i].Do(ctx, node.RaiseTTL(b, hold, c.o.durable))
 	var re redis.Error
 	switch {
 	case errors.As(err, &re):
@@ -114,7 +114,8 @@ func (c *Client) publish(ctx context.Context, i int, ttl time.Duration) error {
 // witnessRead is what one node answered when the registers were read for
 // another node's restart.
 type witnessRead struct {
-	ok    bool   // identity and register read, and the node can vouch for its register (quarantine.witness)
+	read  bool   // identity and register read
+	ok    bool   // read, and the node can vouch for its register (quarantine.witness)
 	runID string // its process
 	reg   node.Register
 	at    time.Time // this Client's clock when the answer came (after the node read its clock)
@@ -130,8 +131,11 @@ type witnessRead struct {
 // that may still be held has its TTL d among their live entries, and ends
 // by base + d and by that entry's expiry. The window ends at the latest of
 // these caps over all entries read (base if there are none, drift budgets
-// added); proven is false when too few witnesses answered.
-func proveWindow(base time.Time, self string, n int, reads []witnessRead, factor float64) (until time.Time, proven bool) {
+// added); proven is false when too few witnesses answered. For a node that
+// kept its votes (it loaded the append-only file of the process that took
+// them, see quarantine.learn), durable entries are left out: their locks'
+// votes were confirmed on its disk before they counted, so it lost none.
+func proveWindow(base time.Time, self string, n int, reads []witnessRead, factor float64, kept bool) (until time.Time, proven bool) {
 	seen := map[string]bool{self: true} // one vote per server: an alias of the node or of a witness counts once
 	until = base
 	for _, r := range reads {
@@ -149,13 +153,41 @@ func proveWindow(base time.Time, self string, n int, reads []witnessRead, factor
 			}
 		}
 		for _, e := range r.reg.Entries {
-			caps(e.TTL, e.Left, true)
+			if !(kept && e.Durable) {
+				caps(e.TTL, e.Left, true)
+			}
 		}
 		if r.reg.Legacy > 0 {
 			caps(r.reg.Legacy, 0, false)
 		}
 	}
 	return until, len(seen)-1 >= n-n/2
+}
+
+// allDurable reports whether every register read (witness or not) and the
+// restarted node's own (own) carry only durable entries: no lock granted
+// without durable votes may still be held there. It stands in for the
+// witnesses of a restarted node that kept its votes when too few answered
+// (a majority restarted together), under WithDurableVotes' assumption that
+// every Client of the nodes uses durable votes (SAFETY.md).
+func allDurable(own node.Register, reads []witnessRead) bool {
+	plain := func(r node.Register) bool {
+		for _, e := range r.Entries {
+			if !e.Durable {
+				return true
+			}
+		}
+		return r.Legacy > 0
+	}
+	if plain(own) {
+		return false
+	}
+	for _, r := range reads {
+		if r.read && plain(r.reg) {
+			return false
+		}
+	}
+	return true
 }
 
 // resolveLater resolves suspect node i's window on a goroutine of its own
@@ -166,7 +198,7 @@ func proveWindow(base time.Time, self string, n int, reads []witnessRead, factor
 // retryRead while the fallback lasts: a window shown later ends the
 // quarantine earlier. Read in the call that found the node suspect, a
 // partitioned node's timeout would hold that call past its deadline.
-func (c *Client) resolveLater(i int, epoch uint64, runID string) {
+func (c *Client) resolveLater(i int, epoch uint64, runID string, kept bool, own node.Register) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -175,8 +207,12 @@ func (c *Client) resolveLater(i int, epoch uint64, runID string) {
 			c.q.mu.Lock()
 			base := c.q.base[i]
 			c.q.mu.Unlock()
-			until, proven := proveWindow(base, runID, len(c.nodes), reads, c.o.driftFactor)
-			u, bound, moved := c.q.resolve(i, epoch, proven, until, longest)
+			until, proven := proveWindow(base, runID, len(c.nodes), reads, c.o.driftFactor, kept)
+			bound := BoundRegister
+			if !proven && kept && c.o.durable && allDurable(own, reads) {
+				until, proven, bound = base, true, BoundDurable
+			}
+			u, bound, moved := c.q.resolve(i, epoch, proven, until, longest, bound)
 			if moved {
 				c.logWindow(i, runID, u, bound)
 			}
@@ -230,7 +266,7 @@ func (c *Client) readWitnesses(i int) ([]witnessRead, time.Duration) {
 			mu.Lock()
 			longest = max(longest, reg.Longest())
 			mu.Unlock()
-			reads[j] = witnessRead{ok: c.q.witness(j, id), runID: id.RunID, reg: reg, at: at}
+			reads[j] = witnessRead{read: true, ok: c.q.witness(j, id), runID: id.RunID, reg: reg, at: at}
 		}(j)
 	}
 	wg.Wait()

@@ -78,9 +78,9 @@ func TestQuarantineArithmetic(t *testing.T) {
 // learnNow is learn for a node whose TTL registers read nothing: the
 // quarantine's end (zero if none).
 func learnNow(q *quarantine, i int, id node.Identity) time.Time {
-	v := q.learn(i, id)
+	v := q.learn(i, id, "")
 	if v.suspect {
-		q.resolve(i, v.epoch, false, time.Time{}, 0)
+		q.resolve(i, v.epoch, false, time.Time{}, 0, BoundRegister)
 	}
 	return v.until
 }
@@ -117,7 +117,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 3 * time.Second }, false)
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	clk.Advance(time.Minute)
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}) // started 1-3 s ago
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}, "") // started 1-3 s ago
 	if !v.suspect || !v.until.Equal(clk.Now().Add(2*time.Second)) {
 		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
@@ -126,7 +126,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
 	want := clk.Now().Add(18 * time.Second)
-	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second); !u.Equal(want) {
+	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second, BoundRegister); !u.Equal(want) {
 		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
 	}
 	clk.Advance(18*time.Second - time.Nanosecond)
@@ -148,8 +148,8 @@ func TestQuarantineFreshAndSameServer(t *testing.T) {
 	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
 		t.Errorf("strict mode: fresh node until %v", u)
 	}
-	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour})
-	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour})
+	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour}, "")
+	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour}, "")
 	var se *SameServerError
 	if err := q.discount(2); !errors.Is(err, ErrSameServer) || !errors.As(err, &se) || se.Addr != "c" || se.Other != "b" {
 		t.Errorf("alias: %v", err)
@@ -172,14 +172,14 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	c.q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour})
+	c.q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour}, "")
 	c.ids.learned[0].Store(c.ids.gen[0].Load() + 1)
 	g := c.gen(0)
 	if ok, err := c.checkYes(ctx, 0, g, true, nil); !ok || err != nil {
 		t.Fatalf("known node, no restart: %v %v", ok, err)
 	}
 	// Learned by another goroutine while the command was in flight.
-	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second})
+	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, "")
 	ok, err := c.checkYes(ctx, 0, g, true, nil)
 	var dy *discountedYes
 	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
@@ -206,35 +206,35 @@ func TestProveWindow(t *testing.T) {
 	}
 	short := node.Entry{TTL: 400 * time.Millisecond, Left: time.Second}
 	reads := []witnessRead{{}, w("b", short), w("c"), w("d"), {}}
-	until, ok := proveWindow(base, "a", 5, reads, 0.01)
+	until, ok := proveWindow(base, "a", 5, reads, 0.01, false)
 	if want := base.Add(400*time.Millisecond + DriftBudget(400*time.Millisecond, 0.01)); !ok || !until.Equal(want) {
 		t.Fatalf("3 witnesses of 5: %v %v, want %v proven", until, ok, want)
 	}
 	// Two witnesses, or three of which two are one server: not shown.
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b", short), w("c"), {}, {}}, 0.01); ok {
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b", short), w("c"), {}, {}}, 0.01, false); ok {
 		t.Error("2 witnesses of 5: proven")
 	}
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b"), w("b"), w("c"), {}}, 0.01); ok {
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b"), w("b"), w("c"), {}}, 0.01, false); ok {
 		t.Error("an alias counted as a second witness")
 	}
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("a"), w("b"), w("c"), {}}, 0.01); ok {
+	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("a"), w("b"), w("c"), {}}, 0.01, false); ok {
 		t.Error("the restarted node's alias counted as a witness")
 	}
 	// A long entry about to expire caps at its expiry, not base + TTL.
 	long := node.Entry{TTL: 23 * time.Hour, Left: 2 * time.Second}
-	until, ok = proveWindow(base, "a", 5, []witnessRead{{}, w("b", short, long), w("c"), w("d"), {}}, 0.01)
+	until, ok = proveWindow(base, "a", 5, []witnessRead{{}, w("b", short, long), w("c"), w("d"), {}}, 0.01, false)
 	if want := at.Add(2*time.Second + DriftBudget(2*time.Second, 0.01)); !ok || !until.Equal(want) {
 		t.Fatalf("23h entry with 2 s left: %v %v, want %v", until, ok, want)
 	}
 	// The legacy register never expires: base + its TTL.
 	legacy := w("c")
 	legacy.reg.Legacy = time.Minute
-	until, _ = proveWindow(base, "a", 5, []witnessRead{{}, w("b"), legacy, w("d"), {}}, 0.01)
+	until, _ = proveWindow(base, "a", 5, []witnessRead{{}, w("b"), legacy, w("d"), {}}, 0.01, false)
 	if want := base.Add(time.Minute + DriftBudget(time.Minute, 0.01)); !until.Equal(want) {
 		t.Fatalf("legacy register: %v, want %v", until, want)
 	}
 	// Even n: 4 nodes need 2 witnesses (quorum 3).
-	if _, ok := proveWindow(base, "a", 4, []witnessRead{{}, w("b"), w("c"), {}}, 0.01); !ok {
+	if _, ok := proveWindow(base, "a", 4, []witnessRead{{}, w("b"), w("c"), {}}, 0.01, false); !ok {
 		t.Error("2 witnesses of 4: not proven")
 	}
 }
@@ -260,11 +260,11 @@ func TestQuarantineWitness(t *testing.T) {
 	if q.witness(1, node.Identity{RunID: "r1", Uptime: 30 * time.Second}) {
 		t.Error("node first met, started after the Client: a witness")
 	}
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second})
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, "")
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("pending node is a witness")
 	}
-	q.resolve(0, v.epoch, false, time.Time{}, 0)
+	q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister)
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("quarantined node is a witness")
 	}
@@ -283,9 +283,9 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 45 * time.Second }, false)
 	q.setting = 45 * time.Second
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
-	v := q.learn(0, node.Identity{RunID: "r2"})
+	v := q.learn(0, node.Identity{RunID: "r2"}, "")
 	now := clk.Now()
-	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0)
+	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister)
 	if !ok || bound != BoundSetting || !u.Equal(now.Add(45*time.Second)) {
 		t.Fatalf("fallback: %v %q %v", u, bound, ok)
 	}
@@ -294,18 +294,18 @@ func TestQuarantineResolveBounds(t *testing.T) {
 		t.Fatalf("discount: %v", err)
 	}
 	clk.Advance(time.Second)
-	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0)
+	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0, BoundRegister)
 	if !ok || bound != BoundRegister || !u.Equal(clk.Now()) {
 		t.Fatalf("proof after the fallback: %v %q %v", u, bound, ok)
 	}
 	if err := q.discount(0); err != nil {
 		t.Fatalf("proven window over, discount: %v", err)
 	}
-	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0); ok {
+	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister); ok {
 		t.Fatal("a fallback replaced a proof")
 	}
-	v2 := q.learn(0, node.Identity{RunID: "r3"})
-	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0); ok {
+	v2 := q.learn(0, node.Identity{RunID: "r3"}, "")
+	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0, BoundRegister); ok {
 		t.Fatal("an older epoch's proof was taken")
 	}
 	s := q.snapshot()
@@ -313,13 +313,13 @@ func TestQuarantineResolveBounds(t *testing.T) {
 		t.Fatalf("stats: %+v", s)
 	}
 	q.floor = true
-	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0); bound != BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
+	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0, BoundRegister); bound != BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
 		t.Fatalf("floor mode: %v %q, want the setting", u, bound)
 	}
 	// This Client's own TTL longer than the setting labels the fallback.
 	q.window = func() time.Duration { return time.Minute }
-	v3 := q.learn(0, node.Identity{RunID: "r4"})
-	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0); bound != BoundOwnTTL {
+	v3 := q.learn(0, node.Identity{RunID: "r4"}, "")
+	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0, BoundRegister); bound != BoundOwnTTL {
 		t.Fatalf("own TTL fallback labelled %q", bound)
 	}
 }
@@ -338,6 +338,70 @@ func TestTTLBucketAndHold(t *testing.T) {
 		h := holdFor(b, 0.01)
 		if lives := h - DriftBudget(h, 0.01); lives < b+min(b, publishSlack)+time.Second {
 			t.Errorf("hold %v for %v lives %v on the Client's clock", h, b, lives)
+		}
+	}
+}
+
+// A node that kept its votes lost none of the durable ones: only the
+// entries of Clients without durable votes set its window. Without the
+// witnesses, allDurable stands in only when no register read shows such
+// an entry (or the legacy register).
+func TestKeptVotesWindow(t *testing.T) {
+	base := time.Unix(1000, 0)
+	at := base.Add(100 * time.Millisecond)
+	w := func(run string, es ...node.Entry) witnessRead {
+		return witnessRead{read: true, ok: true, runID: run, reg: node.Register{Entries: es}, at: at}
+	}
+	durable := node.Entry{TTL: time.Hour, Left: time.Hour, Durable: true}
+	plain := node.Entry{TTL: 400 * time.Millisecond, Left: time.Second}
+	reads := []witnessRead{{}, w("b", durable), w("c", durable, plain), w("d"), {}}
+	if until, ok := proveWindow(base, "a", 5, reads, 0.01, false); !ok || until.Before(base.Add(time.Hour)) {
+		t.Fatalf("not kept: %v %v, want the durable entry's hour", until, ok)
+	}
+	until, ok := proveWindow(base, "a", 5, reads, 0.01, true)
+	if want := base.Add(400*time.Millisecond + DriftBudget(400*time.Millisecond, 0.01)); !ok || !until.Equal(want) {
+		t.Fatalf("kept: %v %v, want %v (the plain entry only)", until, ok, want)
+	}
+	if allDurable(node.Register{}, reads) {
+		t.Error("allDurable with a plain entry on a witness")
+	}
+	reads[2] = w("c", durable)
+	if !allDurable(node.Register{Entries: []node.Entry{durable}}, reads) {
+		t.Error("allDurable false with durable entries only")
+	}
+	if allDurable(node.Register{Entries: []node.Entry{plain}}, reads) {
+		t.Error("allDurable with a plain entry in the node's own register")
+	}
+	notWitness := w("e", plain)
+	notWitness.ok = false // read, but cannot vouch: its plain entry still counts against
+	if allDurable(node.Register{}, append(reads, notWitness)) {
+		t.Error("allDurable ignored a plain entry of a node that is not a witness")
+	}
+	legacy := w("f")
+	legacy.reg.Legacy = time.Minute
+	if allDurable(node.Register{}, append(reads, legacy)) {
+		t.Error("allDurable with the legacy register")
+	}
+}
+
+// A restart kept its votes only when the new process runs appendonly and
+// its register names the process this Client knew before.
+func TestLearnKept(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a"}, func() time.Duration { return time.Minute }, false)
+	q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour, AOF: true}, "")
+	for _, c := range []struct {
+		id     node.Identity
+		aofRun string
+		kept   bool
+	}{
+		{node.Identity{RunID: "r2", AOF: true}, "r1", true},
+		{node.Identity{RunID: "r3", AOF: false}, "r2", false}, // appendonly off now
+		{node.Identity{RunID: "r4", AOF: true}, "r2", false},  // names a process this Client never saw (r3 took no durable publish)
+		{node.Identity{RunID: "r5", AOF: true}, "", false},    // no stamp: the register is gone
+	} {
+		if v := q.learn(0, c.id, c.aofRun); v.kept != c.kept || !v.suspect {
+			t.Errorf("%s with register naming %q: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.aofRun, v.kept, v.suspect, c.kept)
 		}
 	}
 }

@@ -218,6 +218,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		}
 		n := node.New(cl, &c.wg)
 		n.Coalesce(o.coalesce)
+		n.Durable(o.durable)
 		if _, ok := cl.(*redis.ClusterClient); ok {
 			c.cluster = true
 		}

@@ -42,6 +42,13 @@ type Config struct {
 	// Alias: the node also listens on 127.0.0.2, a second address of the
 	// same server (a DNS alias, a second URL for one host).
 	Alias bool
+	// Fsync is appendfsync under Persist: "always" (the default when
+	// empty), "everysec" or "no".
+	Fsync string
+	// Bin is the server executable; empty: ServerPath's.
+	Bin string
+	// Args are more server arguments ("--hz", "100").
+	Args []string
 }
 
 // Node is one redis-server process. Methods are safe for concurrent use.
@@ -75,9 +82,12 @@ func Start(t testing.TB, n int, cfg Config) []*Node {
 
 // StartNode starts one node with its data in dir. The caller must Stop it.
 func StartNode(dir string, cfg Config) (*Node, error) {
-	bin, err := ServerPath()
-	if err != nil {
-		return nil, err
+	bin := cfg.Bin
+	if bin == "" {
+		var err error
+		if bin, err = ServerPath(); err != nil {
+			return nil, err
+		}
 	}
 	var lastErr error
 	for try := 0; try < 5; try++ {
@@ -113,11 +123,15 @@ func (n *Node) args() []string {
 		a[3] = "127.0.0.1 127.0.0.2"
 	}
 	if n.cfg.Persist {
-		a = append(a, "--appendonly", "yes", "--appendfsync", "always")
+		fsync := n.cfg.Fsync
+		if fsync == "" {
+			fsync = "always"
+		}
+		a = append(a, "--appendonly", "yes", "--appendfsync", fsync)
 	} else {
 		a = append(a, "--appendonly", "no")
 	}
-	return a
+	return append(a, n.cfg.Args...)
 }
 
 func (n *Node) start() error {

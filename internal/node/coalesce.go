@@ -56,6 +56,9 @@ type pending struct {
 	src      string        // for a late send: the script, for EVAL after NOSCRIPT
 	taken    bool          // under coalescer.mu: a batch took it (it may be written)
 	late     bool          // under coalescer.mu: its caller left; sent anyway
+	durable  bool          // confirmed on disk: its batch ends with a WAITAOF
+	aof      *redis.Cmd    // that WAITAOF, once sent
+	aofWait  time.Duration // its timeout
 	done     chan struct{}
 }
 
@@ -104,7 +107,7 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		n.next()
 		return v, err
 	}
-	p := &pending{cmd: redis.NewCmd(ctx, c.args...), done: make(chan struct{})}
+	p := &pending{cmd: redis.NewCmd(ctx, c.args...), durable: n.aof && c.grants, done: make(chan struct{})}
 	if c.late {
 		p.src = c.src
 	}
@@ -128,6 +131,11 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 	v, err := reply(c, p.cmd)
 	if err != nil && c.src != "" && isNoScript(err) {
 		return n.direct(ctx, c) // EVALSHA again, then EVAL: rare (restart, SCRIPT FLUSH)
+	}
+	if err == nil && p.durable && c.yes(v) {
+		if derr := confirmed(p.aof, p.aofWait); derr != nil {
+			return 0, derr
+		}
 	}
 	return v, err
 }
@@ -246,15 +254,31 @@ func (n *Node) send(b []*pending) {
 		ctx, cancel = context.WithDeadline(ctx, last)
 		defer cancel()
 	}
-	if len(b) == 1 {
+	var w *redis.Cmd // one WAITAOF confirms every command of the batch
+	var wait time.Duration
+	for _, p := range b {
+		if p.durable && w == nil {
+			w, wait = waitAOF(ctx)
+		}
+	}
+	if len(b) == 1 && w == nil {
 		_ = n.client.Process(ctx, b[0].cmd)
 	} else {
 		p := n.client.Pipeline()
 		for _, q := range b {
 			_ = p.Process(ctx, q.cmd)
 		}
+		if w != nil {
+			_ = p.Process(ctx, w)
+		}
 		_, _ = p.Exec(ctx)
 		ownReplies(b)
+	}
+	for _, p := range b {
+		if w != nil {
+			ownReply(p.cmd, w)
+		}
+		p.aof, p.aofWait = w, wait
 	}
 	n.retryLate(b)
 	for _, p := range b {

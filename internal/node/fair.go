@@ -53,5 +53,7 @@ func FairLock(k FairKeys, value string, ttl, place time.Duration, ws []Waiter) *
 
 // FairLeave takes waiter id out of the node's queue.
 func FairLeave(k FairKeys, id string) *Cmd {
-	return scriptCmd(fairLeaveScript, fairLeaveSrc, []string{k.Queue, k.Places}, 1, id)
+	c := scriptCmd(fairLeaveScript, fairLeaveSrc, []string{k.Queue, k.Places}, 1, id)
+	c.grants = false
+	return c
 }

@@ -74,7 +74,7 @@ type chunk struct {
 
 func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
 	chunks := n.chunks(ctx, rs)
-	first := n.pipeline(ctx, chunks)
+	first, derr := n.pipeline(ctx, chunks)
 	var again []chunk // the node lost its scripts (restart, SCRIPT FLUSH): send those as EVAL
 	for i, ch := range chunks {
 		if err := ch.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
@@ -83,7 +83,7 @@ func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []e
 		}
 	}
 	if len(again) > 0 {
-		first = n.pipeline(ctx, again)
+		first, derr = n.pipeline(ctx, again)
 	}
 	for _, ch := range chunks {
 		res, err := ch.cmd.Int64Slice()
@@ -91,12 +91,18 @@ func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []e
 			err = errShortReply
 		}
 		for x, j := range ch.idx {
-			if err != nil {
+			switch {
+			case err != nil:
 				errs[j] = err
-				continue
+			case res[x] == 1 && derr != nil:
+				errs[j] = derr // extended, not confirmed on disk: outcome unknown
+			default:
+				ok[j] = res[x] == 1
 			}
-			ok[j] = res[x] == 1
 		}
+	}
+	if first == nil {
+		first = derr
 	}
 	return first
 }
@@ -154,15 +160,40 @@ func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, verb, scrip
 }
 
 // pipeline sends the chunks' commands in one pipeline (one round trip)
-// and returns the first error.
-func (n *Node) pipeline(ctx context.Context, chunks []chunk) error {
-	if len(chunks) == 1 {
-		return n.client.Process(ctx, chunks[0].cmd)
+// and returns the first error and, on a Durable node, WAITAOF's verdict
+// (the pipeline ends with one; it confirms the chunks before it).
+func (n *Node) pipeline(ctx context.Context, chunks []chunk) (first, durable error) {
+	if len(chunks) == 1 && !n.aof {
+		return n.client.Process(ctx, chunks[0].cmd), nil
+	}
+	var w *redis.Cmd
+	var wait time.Duration
+	if n.aof {
+		w, wait = waitAOF(ctx)
 	}
 	p := n.client.Pipeline()
 	for _, ch := range chunks {
 		_ = p.Process(ctx, ch.cmd)
 	}
-	_, err := p.Exec(ctx)
-	return err
+	if w != nil {
+		_ = p.Process(ctx, w)
+	}
+	_, _ = p.Exec(ctx)
+	if w == nil {
+		return firstErr(chunks), nil
+	}
+	for _, ch := range chunks {
+		ownReply(ch.cmd, w)
+	}
+	return firstErr(chunks), confirmed(w, wait)
+}
+
+// firstErr returns the first chunk's error, if any.
+func firstErr(chunks []chunk) error {
+	for _, ch := range chunks {
+		if err := ch.cmd.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

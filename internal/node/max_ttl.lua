@@ -1,27 +1,40 @@
 -- Publish a TTL in the node's TTL register (TTLRegisterKey): a hash whose
--- fields are lock TTLs in milliseconds and whose values are the expiry of
--- each entry in milliseconds on this node's clock (TIME). An entry is only
--- ever raised here; entries whose expiry has passed are deleted on every
--- publish, and the key expires with its latest entry (PEXPIREAT), so the
--- register describes only the locks that may still be held.
+-- fields are lock TTLs in milliseconds ("d" before the number for a Client
+-- with durable votes) and whose values are the expiry of each entry in
+-- milliseconds on this node's clock (TIME). An entry is only ever raised
+-- here; entries whose expiry has passed are deleted on every publish, and
+-- the key expires with its latest entry (PEXPIREAT), so the register
+-- describes only the locks that may still be held. A durable publish also
+-- sets the field "#aof" to this process's run_id: found in a later process,
+-- it shows that process loaded this one's append-only file.
 -- KEYS[1] the register, ARGV[1] a TTL in milliseconds, ARGV[2] how long
--- the entry must live from now, in milliseconds.
+-- the entry must live from now, in milliseconds, ARGV[3] "d" for a durable
+-- publish, else "".
 -- Returns 1.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local exp = now + tonumber(ARGV[2])
-local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0') or 0
+local field = (ARGV[3] or '') .. ARGV[1]
+local cur = tonumber(redis.call('HGET', KEYS[1], field) or '0') or 0
 if cur < exp then
-  redis.call('HSET', KEYS[1], ARGV[1], string.format('%.0f', exp))
+  redis.call('HSET', KEYS[1], field, string.format('%.0f', exp))
+end
+if ARGV[3] == 'd' then
+  local run = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+  if run then
+    redis.call('HSET', KEYS[1], '#aof', run)
+  end
 end
 local last = math.max(cur, exp)
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
-  local e = tonumber(all[i + 1]) or 0
-  if e <= now then
-    redis.call('HDEL', KEYS[1], all[i])
-  elseif e > last then
-    last = e
+  if string.sub(all[i], 1, 1) ~= '#' then
+    local e = tonumber(all[i + 1]) or 0
+    if e <= now then
+      redis.call('HDEL', KEYS[1], all[i])
+    elseif e > last then
+      last = e
+    end
   end
 end
 redis.call('PEXPIREAT', KEYS[1], string.format('%.0f', last))

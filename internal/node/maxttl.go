@@ -6,15 +6,17 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // TTLRegisterKey is the TTL register, one hash per node: field = a lock
-// TTL in milliseconds (rounded up by TTLBucket), value = until when (in
-// milliseconds on the node's own clock) a lock with that TTL may be held
-// on the node. Every Client publishes its TTL there (RaiseTTL) before a
+// TTL in milliseconds (rounded up by TTLBucket; "d" before it for Clients
+// with durable votes), value = until when (in milliseconds on the node's
+// own clock) a lock with that TTL may be held on the node; field "#aof"
+// names the process that last took a durable publish (see RaiseTTL). Every Client publishes its TTL there (RaiseTTL) before a
 // command that may grant or lengthen a lock with it, so the node's
 // register covers every lock the node holds; entries expire with the last
 // lock that needed them, and the key with its latest entry.
@@ -27,6 +29,10 @@ const TTLRegisterKey = "redlock:ttl"
 // covered during an upgrade. Delete it once every Client publishes
 // TTLRegisterKey.
 const MaxTTLKey = "redlock:max-ttl"
+
+// aofField is the register's field naming the process that last took a
+// durable publish.
+const aofField = "#aof"
 
 var (
 	//go:embed max_ttl.lua
@@ -50,19 +56,33 @@ func TTLBucket(ttl time.Duration) time.Duration {
 // RaiseTTL publishes ttl (a TTLBucket) in the node's TTL register: its
 // entry lives at least hold from when the node runs the script (on the
 // node's clock), never less than it already did. Expired entries are
-// deleted and the key expires with its latest entry. The node says yes.
-func RaiseTTL(ttl, hold time.Duration) *Cmd {
-	return scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey}, 1, ttl.Milliseconds(), hold.Milliseconds())
+// deleted and the key expires with its latest entry. A durable publish (a
+// Client whose votes are confirmed on disk) writes a durable entry and
+// stamps the register with the node's run_id (Register.AOFRun). The node
+// says yes.
+func RaiseTTL(ttl, hold time.Duration, durable bool) *Cmd {
+	d := ""
+	if durable {
+		d = "d"
+	}
+	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey}, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
+	c.grants = false // a later grant's confirmation covers it (the AOF is written in order)
+	return c
 }
 
 // Entry is one live entry of a TTL register: a TTL and how long, on the
-// node's clock, the entry has left.
-type Entry struct{ TTL, Left time.Duration }
+// node's clock, the entry has left; Durable for an entry of Clients whose
+// votes are confirmed on disk.
+type Entry struct {
+	TTL, Left time.Duration
+	Durable   bool
+}
 
 // Register is what a node's TTL register held when it was read.
 type Register struct {
 	Entries []Entry       // live entries
 	Legacy  time.Duration // the legacy MaxTTLKey's TTL (never expires); 0 if absent
+	AOFRun  string        // the run_id of the process that last took a durable publish; "" none
 }
 
 // Longest returns the longest TTL the register covers (legacy included).
@@ -104,16 +124,24 @@ func (rr registerRead) result() (Register, error) {
 	var r Register
 	nowMS := now.UnixMilli()
 	for f, v := range all {
-		ttl, err1 := strconv.ParseInt(f, 10, 64)
+		if f == aofField {
+			r.AOFRun = v
+			continue
+		}
+		num, durable := strings.CutPrefix(f, "d")
+		ttl, err1 := strconv.ParseInt(num, 10, 64)
 		exp, err2 := strconv.ParseInt(v, 10, 64)
 		if err1 != nil || err2 != nil || ttl <= 0 {
 			return Register{}, fmt.Errorf("redlock/node: %s holds %q: %q, not a TTL and an expiry in milliseconds", TTLRegisterKey, f, v)
 		}
 		if exp > nowMS {
-			r.Entries = append(r.Entries, Entry{TTL: time.Duration(ttl) * time.Millisecond, Left: time.Duration(exp-nowMS) * time.Millisecond})
+			r.Entries = append(r.Entries, Entry{TTL: time.Duration(ttl) * time.Millisecond, Left: time.Duration(exp-nowMS) * time.Millisecond, Durable: durable})
 		}
 	}
-	sort.Slice(r.Entries, func(i, j int) bool { return r.Entries[i].TTL < r.Entries[j].TTL })
+	sort.Slice(r.Entries, func(i, j int) bool {
+		a, b := r.Entries[i], r.Entries[j]
+		return a.TTL < b.TTL || a.TTL == b.TTL && !a.Durable && b.Durable
+	})
 	if ms, err := rr.legacy.Int64(); err == nil && ms > 0 {
 		r.Legacy = time.Duration(ms) * time.Millisecond
 	}

@@ -72,6 +72,8 @@ type Node struct {
 	// coalesce is set by Coalesce: concurrent calls share pipelines.
 	coalesce bool
 	co       coalescer
+	// aof is set by Durable: commands that grant are confirmed on disk.
+	aof bool
 }
 
 // Tracker counts commands in flight (a *sync.WaitGroup is one).
@@ -112,6 +114,7 @@ type Cmd struct {
 	want   int64         // script reply that means yes; valued: any reply > 0
 	valued bool          // the reply is a value (a fencing candidate), yes when > 0
 	late   bool          // sent even after its caller left (releases: see Node.Coalesce)
+	grants bool          // may grant or lengthen a lock: confirmed on disk on a Durable node
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -121,7 +124,7 @@ func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...i
 		args = append(args, k)
 	}
 	args = append(args, argv...)
-	return &Cmd{args: args, src: src, keyPos: 3, want: want}
+	return &Cmd{args: args, src: src, keyPos: 3, want: want, grants: true}
 }
 
 // Lock sets keys to value with ttl if each is free or already holds value
@@ -138,7 +141,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
 	}
-	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1, want: 1}
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1, want: 1, grants: true}
 }
 
 // LockFenced is Lock that also raises this node's fence registers of keys
@@ -178,7 +181,7 @@ func Release(keys []string, value string, announce bool) *Cmd {
 		prefix = handoff.Prefix
 	}
 	c := scriptCmd(releaseScript, releaseSrc, keys, int64(len(keys)), value, prefix)
-	c.late = true
+	c.late, c.grants = true, false
 	return c
 }
 
@@ -187,7 +190,7 @@ func Release(keys []string, value string, announce bool) *Cmd {
 // permit is announced on the semaphore's channel).
 func ReleaseAnnouncing(key, value, as string) *Cmd {
 	c := scriptCmd(releaseScript, releaseSrc, []string{key}, 1, value, handoff.Prefix, as)
-	c.late = true
+	c.late, c.grants = true, false
 	return c
 }
 
@@ -252,18 +255,43 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 	case c.valued:
 		return v, v > 0, nil
 	}
-	return 0, v == c.want, nil
+	return 0, c.yes(v), nil
 }
 
 // do returns the node's reply: the script's integer, or for SET NX 1 (OK)
 // or 0 (nil).
 func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
-	v, err := reply(c, n.process(ctx, c.args, c.keyPos))
+	v, err := n.run(ctx, c, c.args)
 	if err != nil && c.src != "" && isNoScript(err) {
-		args := append([]interface{}{"eval", c.src}, c.args[2:]...)
-		v, err = n.process(ctx, args, c.keyPos).Int64()
+		v, err = n.run(ctx, c, append([]interface{}{"eval", c.src}, c.args[2:]...))
 	}
 	return v, err
+}
+
+// run sends c as args (EVALSHA, or EVAL after NOSCRIPT) and returns the
+// node's reply; on a Durable node a yes to a command that grants stands
+// only with WAITAOF's confirmation behind it.
+func (n *Node) run(ctx context.Context, c *Cmd, args []interface{}) (int64, error) {
+	cmd := redis.NewCmd(ctx, args...)
+	cmd.SetFirstKeyPos(int8(c.keyPos))
+	if !n.aof || !c.grants {
+		_ = n.client.Process(ctx, cmd)
+		return reply(c, cmd)
+	}
+	derr := n.pair(ctx, cmd)
+	v, err := reply(c, cmd)
+	if err == nil && derr != nil && c.yes(v) {
+		return 0, derr
+	}
+	return v, err
+}
+
+// yes reports whether v, c's reply, is the node's yes.
+func (c *Cmd) yes(v int64) bool {
+	if c.valued {
+		return v > 0
+	}
+	return v == c.want
 }
 
 // reply reads the node's reply to c from cmd: the script's integer, or for
@@ -285,13 +313,6 @@ func reply(c *Cmd, cmd *redis.Cmd) (int64, error) {
 // isNoScript reports the node's answer to an EVALSHA of a script it does
 // not know.
 func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
-
-func (n *Node) process(ctx context.Context, args []interface{}, keyPos int) *redis.Cmd {
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(int8(keyPos))
-	_ = n.client.Process(ctx, cmd)
-	return cmd
-}
 
 // guarded runs c on its own goroutine and returns by ctx's deadline even if
 // the client ignores it; the command then ends on the client's socket

@@ -22,6 +22,8 @@ import (
 //   - the call was never written: its deadline passed while it waited in
 //     the node's queue (see Node.Coalesce; NotSent).
 //
+// A vote the node did not confirm on its disk (ErrNotDurable) may have run.
+//
 // Timeouts, resets and EOF after the command was written, and every error
 // not listed above, may have run. A node whose client may send a command
 // again (see Node.Retries) reports only the last try's error, and an
@@ -29,6 +31,9 @@ import (
 func (n *Node) MayHaveRun(err error) bool {
 	if err == nil || NotSent(err) {
 		return false
+	}
+	if errors.Is(err, ErrNotDurable) {
+		return true // the command ran; only its confirmation failed
 	}
 	return n.retries || mayHaveRun(err)
 }

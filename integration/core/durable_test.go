@@ -1,0 +1,93 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
+)
+
+// A node that cannot confirm a vote on its disk (no WAITAOF before Redis
+// 7.2, or appendonly off) does not count, with the reason in the node's
+// error; what the command wrote there is undone. Nothing is granted on
+// votes that are not durable.
+func TestDurableVotesRefusedWhereNodesCannot(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{}) // the default server, appendonly no
+	c := client(t, nodes, redlock.WithDurableVotes(), redlock.WithMaxAttempts(1))
+	ctx := context.Background()
+	_, err := c.TryLock(ctx, "durable:refused", time.Minute)
+	var qe *redlock.QuorumError
+	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
+		t.Fatalf("TryLock with durable votes on nodes without them: %v, want ErrNotObtained with a QuorumError", err)
+	}
+	refused := 0
+	for _, r := range qe.Nodes {
+		switch {
+		case errors.Is(r.Err, redlock.ErrNotDurable) && strings.Contains(r.Err.Error(), "WAITAOF failed"):
+			refused++
+		case !errors.Is(r.Err, redlock.ErrPending): // a round ends when the quorum is out of reach
+			t.Errorf("node %s: %v, want ErrNotDurable naming WAITAOF", r.Addr, r.Err)
+		}
+	}
+	if refused < 2 {
+		t.Errorf("%d nodes refused as not durable, want at least 2 (what put the quorum out of reach)", refused)
+	}
+	t.Logf("the error: %v", err)
+	_ = c.Close() // waits for the undo
+	if vals, _ := raw(t, nodes, "durable:refused"); vals[0]+vals[1]+vals[2] != "" {
+		t.Fatalf("keys left behind after a refused durable vote: %q", vals)
+	}
+}
+
+// On servers with WAITAOF and appendonly (everysec; hz 100, so that
+// WAITAOF's fsync comes within about 10 ms), durable votes grant, extend,
+// renew (watchdog), fence and release like any others, for every lock type.
+func TestDurableVotesEveryPath(t *testing.T) {
+	bin := harness.DurableServer(t)
+	nodes := harness.Start(t, 3, harness.Config{Persist: true, Fsync: "everysec", Bin: bin, Args: []string{"--hz", "100"}})
+	c := client(t, nodes, redlock.WithDurableVotes())
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "durable:plain", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatalf("Extend: %v", err)
+	}
+	if err := l.Release(ctx); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	f, err := c.TryLock(ctx, "durable:fenced", 5*time.Second, redlock.WithFencing())
+	if err != nil || f.Token() <= 0 {
+		t.Fatalf("fenced: %v, token %v", err, f)
+	}
+	_ = f.Release(ctx)
+	kinds := map[string]redlock.LockOption{"reentrant": redlock.Reentrant(), "read": redlock.ReadLock(),
+		"write": redlock.WriteLock(), "fair": redlock.Fair(), "semaphore": redlock.Permits(2)}
+	for name, opt := range kinds {
+		l, err := c.TryLock(ctx, "durable:"+name, 5*time.Second, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := l.Release(ctx); err != nil {
+			t.Fatalf("%s Release: %v", name, err)
+		}
+	}
+	w, err := client(t, nodes, redlock.WithDurableVotes(), redlock.WithWatchdog(time.Second, 200*time.Millisecond)).TryLock(ctx, "durable:watchdog", redlock.Watchdog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Several renewals (every lease/3) must each be confirmed on disk.
+	select {
+	case <-w.Done():
+		t.Fatalf("watchdog lock lost: %v", w.Err())
+	case <-time.After(time.Second):
+	}
+	if err := w.Release(ctx); err != nil {
+		t.Fatalf("watchdog Release: %v", err)
+	}
+}

@@ -1,0 +1,103 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Durable votes: on a node with Durable(true), every command that may
+// grant or lengthen a lock (a Cmd built with grants set, and ExtendMany)
+// is followed, in the same pipeline and so on the same connection, by
+// WAITAOF 1 0 t. WAITAOF returns once this connection's writes are in the
+// node's append-only file and fsynced (or t has passed), and the AOF is
+// written in order, so a confirmation covers the command and every write
+// the node ran before it. A yes stands only when the node confirms it;
+// otherwise the call fails with a *NotDurableError, and the command may
+// have run (MayHaveRun): its lock is undone like any vote of unknown
+// outcome. WAITAOF needs Redis 7.2 or Valkey 8.0 and appendonly yes.
+
+// ErrNotDurable matches a vote the node did not confirm on its disk.
+var ErrNotDurable = errors.New("redlock: vote not confirmed on the node's disk")
+
+// NotDurableError is the error of a command that ran, or may have run, on
+// a node that did not confirm it on its disk: WAITAOF failed (Err: the
+// node's error, e.g. an unknown command before Redis 7.2, or appendonly
+// off) or reported no local fsync before its timeout (Err nil). It
+// matches ErrNotDurable; it does not unwrap to Err, whose error reply
+// would otherwise say that the command was rejected.
+type NotDurableError struct {
+	Timeout time.Duration // WAITAOF's timeout
+	Err     error
+}
+
+func (e *NotDurableError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: WAITAOF failed (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): %v", ErrNotDurable.Error(), e.Err)
+	}
+	return fmt.Sprintf("%s: not fsynced within %v (under appendfsync everysec a node fsyncs for WAITAOF about every 1/hz s: raise hz, or the node timeout)", ErrNotDurable.Error(), e.Timeout)
+}
+
+// Is makes a *NotDurableError match ErrNotDurable.
+func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable }
+
+// Durable turns durable votes on or off for n (see above). Call it before
+// n is used.
+func (n *Node) Durable(on bool) { n.aof = on }
+
+// IsDurable reports whether n asks for durable votes.
+func (n *Node) IsDurable() bool { return n.aof }
+
+// noDeadlineWait is WAITAOF's timeout for a call without a deadline
+// (WAITAOF 0 would wait for ever).
+const noDeadlineWait = time.Second
+
+// waitAOF returns the WAITAOF command that confirms the writes before it
+// on its connection, with the time left before ctx's deadline as its
+// timeout (at least 1 ms).
+func waitAOF(ctx context.Context) (*redis.Cmd, time.Duration) {
+	t := noDeadlineWait
+	if d, ok := ctx.Deadline(); ok {
+		t = max(time.Until(d), time.Millisecond)
+	}
+	t = t.Truncate(time.Millisecond)
+	return redis.NewCmd(ctx, "waitaof", 1, 0, t.Milliseconds()), t
+}
+
+// confirmed reads a WAITAOF reply: nil when the node fsynced, else the
+// *NotDurableError that says why not.
+func confirmed(w *redis.Cmd, t time.Duration) error {
+	v, err := w.Int64Slice()
+	switch {
+	case err != nil:
+		return &NotDurableError{Timeout: t, Err: err}
+	case len(v) < 1 || v[0] < 1:
+		return &NotDurableError{Timeout: t}
+	}
+	return nil
+}
+
+// pair sends cmd and a WAITAOF behind it in one pipeline, and returns
+// WAITAOF's verdict. cmd keeps its own reply: an error reply to WAITAOF
+// that go-redis copies onto a command that succeeded is taken back off.
+func (n *Node) pair(ctx context.Context, cmd *redis.Cmd) error {
+	w, t := waitAOF(ctx)
+	p := n.client.Pipeline()
+	_ = p.Process(ctx, cmd)
+	_ = p.Process(ctx, w)
+	_, _ = p.Exec(ctx)
+	ownReply(cmd, w)
+	return confirmed(w, t)
+}
+
+// ownReply undoes go-redis's copy of w's error reply onto cmd, which
+// carries a reply of its own (see ownReplies).
+func ownReply(cmd, w *redis.Cmd) {
+	var re redis.Error
+	if err := w.Err(); errors.As(err, &re) && cmd.Err() == err && cmd.Val() != nil {
+		cmd.SetErr(nil)
+	}
+}
