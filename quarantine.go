@@ -114,7 +114,7 @@ type QuarantineStats struct {
 	// longest TTL, the deployment setting (the fallback). A window first
 	// set by the fallback and shortened by a later proof counts twice.
 	ByRegister, ByOwnTTL, BySetting uint64
-	ByDurable                       uint64 // restarts exempt: the node kept its durable votes (BoundDurable)
+	ByDurable                       uint64       // restarts exempt: the node kept its durable votes (BoundDurable)
 	Nodes                           []NodeWindow // per node, in node order: its latest window
 }
 
