@@ -159,11 +159,10 @@ type verdict struct {
 // when this Client saw both the old and the new process durable
 // (appendonly, appendfsync always): a node restarted to turn durability on
 // may have lost its keys on the way. A restart kept its votes when the new
-// process runs appendonly yes and its TTL register names the old process
-// (aofRun, the run_id a durable publish stamped there): it loaded the old
-// one's append-only file, with every vote confirmed on disk (see
-// WithDurableVotes, proveWindow).
-func (q *quarantine) learn(i int, id node.Identity, aofRun string) verdict {
+// process runs appendonly yes and its TTL register (own) shows that it
+// loaded the old process's append-only file (node.Register.Loaded), with
+// every vote confirmed on disk (see WithDurableVotes, proveWindow).
+func (q *quarantine) learn(i int, id node.Identity, own node.Register) verdict {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	prev := q.ids[i]
@@ -173,7 +172,7 @@ func (q *quarantine) learn(i int, id node.Identity, aofRun string) verdict {
 		return verdict{}
 	}
 	now := q.clock.Now()
-	v := verdict{changed: prev.RunID != "", kept: prev.RunID != "" && id.AOF && aofRun == prev.RunID}
+	v := verdict{changed: prev.RunID != "", kept: id.AOF && own.Loaded(prev.RunID, id.RunID)}
 	// INFO's uptime is the difference of two whole-second clock readings:
 	// the process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
@@ -286,6 +285,10 @@ func (q *quarantine) witness(j int, id node.Identity) bool {
 	now, known := q.clock.Now(), q.ids[j]
 	switch {
 	case q.pending[j] || now.Before(q.until[j]):
+		return false
+	case q.bound[j] == BoundDurable && now.Before(q.base[j].Add(q.window())):
+		// Exempt at once, it vouches for the durable entries only: a plain
+		// entry published shortly before its crash may be missing.
 		return false
 	case known.RunID == "":
 		return now.Sub(q.created) <= id.Uptime+time.Second && !(q.fresh && id.Uptime < q.window())
@@ -470,7 +473,7 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 	if err != nil {
 		return false
 	}
-	v := c.q.learn(i, id, own.AOFRun)
+	v := c.q.learn(i, id, own)
 	if v.changed { // a new process: it has none of the entries published before
 		c.ids.pub[i].reset()
 	}

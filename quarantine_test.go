@@ -78,7 +78,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 // learnNow is learn for a node whose TTL registers read nothing: the
 // quarantine's end (zero if none).
 func learnNow(q *quarantine, i int, id node.Identity) time.Time {
-	v := q.learn(i, id, "")
+	v := q.learn(i, id, node.Register{})
 	if v.suspect {
 		q.resolve(i, v.epoch, false, time.Time{}, 0, BoundRegister)
 	}
@@ -117,7 +117,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 3 * time.Second }, false)
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	clk.Advance(time.Minute)
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}, "") // started 1-3 s ago
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}, node.Register{}) // started 1-3 s ago
 	if !v.suspect || !v.until.Equal(clk.Now().Add(2*time.Second)) {
 		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
@@ -148,8 +148,8 @@ func TestQuarantineFreshAndSameServer(t *testing.T) {
 	if u := learnNow(q, 0, node.Identity{RunID: "r1", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(4 * time.Second)) {
 		t.Errorf("strict mode: fresh node until %v", u)
 	}
-	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour}, "")
-	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour}, "")
+	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour}, node.Register{})
+	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour}, node.Register{})
 	var se *SameServerError
 	if err := q.discount(2); !errors.Is(err, ErrSameServer) || !errors.As(err, &se) || se.Addr != "c" || se.Other != "b" {
 		t.Errorf("alias: %v", err)
@@ -172,14 +172,14 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	c.q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour}, "")
+	c.q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour}, node.Register{})
 	c.ids.learned[0].Store(c.ids.gen[0].Load() + 1)
 	g := c.gen(0)
 	if ok, err := c.checkYes(ctx, 0, g, true, nil); !ok || err != nil {
 		t.Fatalf("known node, no restart: %v %v", ok, err)
 	}
 	// Learned by another goroutine while the command was in flight.
-	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, "")
+	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, node.Register{})
 	ok, err := c.checkYes(ctx, 0, g, true, nil)
 	var dy *discountedYes
 	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
@@ -260,7 +260,7 @@ func TestQuarantineWitness(t *testing.T) {
 	if q.witness(1, node.Identity{RunID: "r1", Uptime: 30 * time.Second}) {
 		t.Error("node first met, started after the Client: a witness")
 	}
-	v := q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, "")
+	v := q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, node.Register{})
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("pending node is a witness")
 	}
@@ -283,7 +283,7 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 45 * time.Second }, false)
 	q.setting = 45 * time.Second
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
-	v := q.learn(0, node.Identity{RunID: "r2"}, "")
+	v := q.learn(0, node.Identity{RunID: "r2"}, node.Register{})
 	now := clk.Now()
 	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister)
 	if !ok || bound != BoundSetting || !u.Equal(now.Add(45*time.Second)) {
@@ -304,7 +304,7 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister); ok {
 		t.Fatal("a fallback replaced a proof")
 	}
-	v2 := q.learn(0, node.Identity{RunID: "r3"}, "")
+	v2 := q.learn(0, node.Identity{RunID: "r3"}, node.Register{})
 	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0, BoundRegister); ok {
 		t.Fatal("an older epoch's proof was taken")
 	}
@@ -318,7 +318,7 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	}
 	// This Client's own TTL longer than the setting labels the fallback.
 	q.window = func() time.Duration { return time.Minute }
-	v3 := q.learn(0, node.Identity{RunID: "r4"}, "")
+	v3 := q.learn(0, node.Identity{RunID: "r4"}, node.Register{})
 	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0, BoundRegister); bound != BoundOwnTTL {
 		t.Fatalf("own TTL fallback labelled %q", bound)
 	}
@@ -389,19 +389,20 @@ func TestKeptVotesWindow(t *testing.T) {
 func TestLearnKept(t *testing.T) {
 	clk := clock.NewFake(time.Unix(1000, 0))
 	q := newQuarantine(clk, []string{"a"}, func() time.Duration { return time.Minute }, false)
-	q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour, AOF: true}, "")
+	q.learn(0, node.Identity{RunID: "r1", Uptime: time.Hour, AOF: true}, node.Register{})
 	for _, c := range []struct {
-		id     node.Identity
-		aofRun string
-		kept   bool
+		id   node.Identity
+		reg  node.Register
+		kept bool
 	}{
-		{node.Identity{RunID: "r2", AOF: true}, "r1", true},
-		{node.Identity{RunID: "r3", AOF: false}, "r2", false}, // appendonly off now
-		{node.Identity{RunID: "r4", AOF: true}, "r2", false},  // names a process this Client never saw (r3 took no durable publish)
-		{node.Identity{RunID: "r5", AOF: true}, "", false},    // no stamp: the register is gone
+		{node.Identity{RunID: "r2", AOF: true}, node.Register{AOFRun: "r1"}, true},
+		{node.Identity{RunID: "r3", AOF: true}, node.Register{AOFRun: "r3", AOFPrev: "r2"}, true},  // r3 stamped over r2's stamp
+		{node.Identity{RunID: "r4", AOF: false}, node.Register{AOFRun: "r3"}, false},               // appendonly off now
+		{node.Identity{RunID: "r5", AOF: true}, node.Register{AOFRun: "r5", AOFPrev: "r3"}, false}, // loaded r3's, not r4's (which this Client saw)
+		{node.Identity{RunID: "r6", AOF: true}, node.Register{}, false},                            // no stamp: the register is gone
 	} {
-		if v := q.learn(0, c.id, c.aofRun); v.kept != c.kept || !v.suspect {
-			t.Errorf("%s with register naming %q: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.aofRun, v.kept, v.suspect, c.kept)
+		if v := q.learn(0, c.id, c.reg); v.kept != c.kept || !v.suspect {
+			t.Errorf("%s with register %+v: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.reg, v.kept, v.suspect, c.kept)
 		}
 	}
 }

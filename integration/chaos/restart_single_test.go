@@ -51,7 +51,7 @@ func TestRestartAvailability(t *testing.T) {
 	table := "| faults | contender | holds | vs no faults | overlaps |\n|---|---|---|---|---|\n"
 	var base int
 	for _, r := range runs {
-		holds, overlaps := availabilityRun(t, r.contender, r.faults, dur)
+		holds, overlaps := availabilityRun(t, r.contender, r.faults, dur, harness.Config{})
 		if r.faults == "" {
 			base = holds
 		}
@@ -84,9 +84,10 @@ type hold struct {
 type tryer func(ctx context.Context) (ok bool, deadline time.Time, release func())
 
 // availabilityRun runs the workload for dur with contender's clients
-// under faults ("", "single", "majority") and returns holds and overlaps.
-func availabilityRun(t *testing.T, contender, faults string, dur time.Duration) (int, int) {
-	nodes := harness.Start(t, 5, harness.Config{})
+// under faults ("", "single", "majority") on nodes of cfg and returns
+// holds and overlaps.
+func availabilityRun(t *testing.T, contender, faults string, dur time.Duration, cfg harness.Config) (int, int) {
+	nodes := harness.Start(t, 5, cfg)
 	key := "avail:" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	tryers := make([]tryer, 6)
 	for i := range tryers {
@@ -197,6 +198,8 @@ func newTryer(t *testing.T, contender string, nodes []*harness.Node, key string)
 		opts = append(opts, redlock.WithRestartQuarantine(time.Second))
 	case "redlock off":
 		opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
+	case "redlock durable":
+		opts = append(opts, redlock.WithDurableVotes())
 	}
 	c, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
 	if err != nil {

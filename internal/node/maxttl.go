@@ -15,8 +15,7 @@ import (
 // TTLRegisterKey is the TTL register, one hash per node: field = a lock
 // TTL in milliseconds (rounded up by TTLBucket; "d" before it for Clients
 // with durable votes), value = until when (in milliseconds on the node's
-// own clock) a lock with that TTL may be held on the node; field "#aof"
-// names the process that last took a durable publish (see RaiseTTL). Every Client publishes its TTL there (RaiseTTL) before a
+// own clock) a lock with that TTL may be held on the node. Every Client publishes its TTL there (RaiseTTL) before a
 // command that may grant or lengthen a lock with it, so the node's
 // register covers every lock the node holds; entries expire with the last
 // lock that needed them, and the key with its latest entry.
@@ -30,9 +29,12 @@ const TTLRegisterKey = "redlock:ttl"
 // TTLRegisterKey.
 const MaxTTLKey = "redlock:max-ttl"
 
-// aofField is the register's field naming the process that last took a
-// durable publish.
-const aofField = "#aof"
+// AOFStampKey is a hash beside the TTL register (same hash slot) that
+// never expires and has two fields: "aof", the run_id of the process that
+// last took a durable publish (RaiseTTL), and "prev", the run_id "aof"
+// named before that process stamped it. It outlives the register, whose
+// entries may all have expired while a node was down.
+const AOFStampKey = "{" + TTLRegisterKey + "}:aof"
 
 var (
 	//go:embed max_ttl.lua
@@ -65,7 +67,7 @@ func RaiseTTL(ttl, hold time.Duration, durable bool) *Cmd {
 	if durable {
 		d = "d"
 	}
-	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey}, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
+	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey, AOFStampKey}, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
 	c.grants = false // a later grant's confirmation covers it (the AOF is written in order)
 	return c
 }
@@ -82,7 +84,17 @@ type Entry struct {
 type Register struct {
 	Entries []Entry       // live entries
 	Legacy  time.Duration // the legacy MaxTTLKey's TTL (never expires); 0 if absent
-	AOFRun  string        // the run_id of the process that last took a durable publish; "" none
+	AOFRun  string        // AOFStampKey's "aof": the process that last took a durable publish; "" none
+	AOFPrev string        // AOFStampKey's "prev": the process AOFRun's found stamped before it; "" none
+}
+
+// Loaded reports whether the register, read from process cur, shows that
+// cur holds the data of process prev, loaded from its append-only file:
+// it carries prev's stamp, or cur's stamp made over prev's (see RaiseTTL).
+// A stamp is a write of prev's found in cur; under appendonly yes in cur
+// it came from prev's append-only file (see SAFETY.md).
+func (r Register) Loaded(prev, cur string) bool {
+	return prev != "" && (r.AOFRun == prev || r.AOFRun == cur && r.AOFPrev == prev)
 }
 
 // Longest returns the longest TTL the register covers (legacy included).
@@ -103,10 +115,12 @@ type registerRead struct {
 	now    *redis.TimeCmd
 	all    *redis.MapStringStringCmd
 	legacy *redis.StringCmd
+	stamp  *redis.MapStringStringCmd
 }
 
 func queueRegister(ctx context.Context, p redis.Pipeliner) registerRead {
-	return registerRead{now: p.Time(ctx), all: p.HGetAll(ctx, TTLRegisterKey), legacy: p.Get(ctx, MaxTTLKey)}
+	return registerRead{now: p.Time(ctx), all: p.HGetAll(ctx, TTLRegisterKey), legacy: p.Get(ctx, MaxTTLKey),
+		stamp: p.HGetAll(ctx, AOFStampKey)}
 }
 
 // result parses the replies: the live entries, each with the time it has
@@ -124,10 +138,6 @@ func (rr registerRead) result() (Register, error) {
 	var r Register
 	nowMS := now.UnixMilli()
 	for f, v := range all {
-		if f == aofField {
-			r.AOFRun = v
-			continue
-		}
 		num, durable := strings.CutPrefix(f, "d")
 		ttl, err1 := strconv.ParseInt(num, 10, 64)
 		exp, err2 := strconv.ParseInt(v, 10, 64)
@@ -144,6 +154,9 @@ func (rr registerRead) result() (Register, error) {
 	})
 	if ms, err := rr.legacy.Int64(); err == nil && ms > 0 {
 		r.Legacy = time.Duration(ms) * time.Millisecond
+	}
+	if m, err := rr.stamp.Result(); err == nil { // absent or unreadable: no stamp, not kept
+		r.AOFRun, r.AOFPrev = m["aof"], m["prev"]
 	}
 	return r, nil
 }
