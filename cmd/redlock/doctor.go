@@ -42,9 +42,10 @@ const (
 	checkClock       = "clock"
 	checkLatency     = "latency"
 	checkVersion     = "version"
+	checkDurable     = "durable-votes"
 )
 
-var doctorChecks = []string{checkRole, checkDistinct, checkPersistence, checkUptime, checkEviction, checkClock, checkLatency, checkVersion, checkRestartWindow}
+var doctorChecks = []string{checkRole, checkDistinct, checkPersistence, checkUptime, checkEviction, checkClock, checkLatency, checkVersion, checkDurable, checkRestartWindow}
 
 // doctorCallTimeout bounds each INFO, CONFIG, PING and TIME doctor sends.
 const doctorCallTimeout = 2 * time.Second
@@ -112,6 +113,8 @@ type NodeReport struct {
 	Latency         *LatencyReport  `json:"latency,omitempty"`
 	Features        []Feature       `json:"features,omitempty"`
 	Register        *RegisterReport `json:"ttl_register,omitempty"` // the restart quarantine's TTL register (register.go)
+	WaitAOF         string          `json:"waitaof"`                // "yes", or why a WAITAOF probe failed (WithDurableVotes)
+	Hz              int             `json:"hz,omitempty"`
 	Checks          []Check         `json:"checks"`
 	Verdict         string          `json:"verdict"` // the worst of Checks
 
@@ -159,6 +162,7 @@ type doctorConfig struct {
 	samples     int
 	window      time.Duration
 	quorum      int
+	durable     bool // --durable: WithDurableVotes
 }
 
 func doctorCmd(fs *flag.FlagSet) runner {
@@ -170,6 +174,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	durable := fs.Bool("durable", false, "the Client uses WithDurableVotes: a node that cannot confirm votes on disk is a FAIL")
 	return func(_ []string, out, _ io.Writer) error {
 		switch {
 		case *nodeTimeout <= 0:
@@ -205,7 +210,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 			return usageErr("--quorum %d is out of range for %d nodes", q, len(urls))
 		}
 		cfg := doctorConfig{nodeTimeout: *nodeTimeout, callTimeout: *nodeTimeout, ttl: *ttl, drift: *drift,
-			samples: *samples, window: *window, quorum: q}
+			samples: *samples, window: *window, quorum: q, durable: *durable}
 		if t := *ttl / 10; t < cfg.callTimeout {
 			cfg.callTimeout = t
 		}
@@ -360,8 +365,47 @@ func examine(ctx context.Context, c *redis.Client, name string, cfg doctorConfig
 	}
 
 	n.Register = readRegisterReport(ctx, c)
+	n.WaitAOF = probeWaitAOF(ctx, c)
+	n.Hz, _ = strconv.Atoi(in["hz"])
 	n.Latency, n.Clock = sample(ctx, c, cfg)
 	return n
+}
+
+// probeWaitAOF tries WAITAOF 1 0 100 on c: "yes" when the node answers
+// (it has WAITAOF and appendonly on; a connection that wrote nothing
+// returns at once), else the node's error.
+func probeWaitAOF(ctx context.Context, c *redis.Client) string {
+	cctx, cancel := context.WithTimeout(ctx, doctorCallTimeout)
+	defer cancel()
+	if _, err := c.Do(cctx, "waitaof", 1, 0, 100).Result(); err != nil {
+		return err.Error()
+	}
+	return "yes"
+}
+
+// durableCheck says whether WithDurableVotes can be used with the node: a
+// FAIL with --durable (the Client would count none of its votes), else
+// information.
+func durableCheck(n *NodeReport, required bool, timeout time.Duration) Check {
+	if n.WaitAOF != "yes" {
+		v := verdictOK
+		if required {
+			v = verdictFail
+		}
+		return Check{checkDurable, v, "no: WAITAOF refused (" + n.WaitAOF + "); it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes, and WithDurableVotes counts no vote of this node"}
+	}
+	if n.Appendfsync == "everysec" && n.Hz > 0 {
+		wait := time.Second / time.Duration(n.Hz)
+		v, more := verdictOK, ""
+		if wait >= timeout {
+			if required {
+				v = verdictFail
+			}
+			more = fmt.Sprintf("; that is not under the node timeout %v: raise hz (CONFIG SET hz 100) or the node timeout", timeout)
+		}
+		return Check{checkDurable, v, fmt.Sprintf("yes (WAITAOF): under appendfsync everysec each durable vote waits for the next fsync, about 1/hz = %v (hz %d)%s", wait, n.Hz, more)}
+	}
+	return Check{checkDurable, verdictOK, "yes (WAITAOF, appendfsync " + n.Appendfsync + "): WithDurableVotes can be used"}
 }
 
 // explainNode is explain, and says when the other end is not Redis.
@@ -631,6 +675,7 @@ func judge(rep *DoctorReport, cfg doctorConfig) {
 			fenceClockCheck(clockCheck(n.Clock, cfg.drift), n.Clock),
 			latencyCheck(n.Latency, cfg),
 			ver,
+			durableCheck(n, cfg.durable, cfg.callTimeout),
 			restartWindowCheck(rep.Nodes, i),
 		}
 		n.Verdict = verdictOK
@@ -921,7 +966,7 @@ var featureSpecs = []struct {
 }{
 	{"Lua/EVALSHA", "Lua/EVALSHA", "", "", true},
 	{"pub/sub hand-off", "pub/sub hand-off", "", "", true},
-	{"WAITAOF", "WAITAOF", "7.2", "", false},
+	{"WAITAOF", "WAITAOF", "7.2", "", true},
 	{"HEXPIRE", "HEXPIRE", "7.4", "9.0", false},
 	{"SET IFEQ", "SET IFEQ", "8.4", "8.1", false},
 	{"DELEX", "DELIFEQ", "8.4", "9.0", false},

@@ -571,3 +571,26 @@ func TestDoctorFenceRegisterAdvice(t *testing.T) {
 		}
 	}
 }
+
+// The durable-votes row: information unless --durable, then a node that
+// cannot confirm votes in time is a FAIL.
+func TestDurableCheck(t *testing.T) {
+	for _, c := range []struct {
+		n        NodeReport
+		required bool
+		verdict  string
+		says     string
+	}{
+		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, false, verdictOK, "no: WAITAOF refused"},
+		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, true, verdictFail, "Redis 7.2+"},
+		{NodeReport{WaitAOF: "yes", Appendfsync: "always"}, true, verdictOK, "yes"},
+		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, false, verdictOK, "100ms (hz 10)"},
+		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, true, verdictFail, "raise hz"},
+		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 100}, true, verdictOK, "10ms (hz 100)"},
+	} {
+		got := durableCheck(&c.n, c.required, 50*time.Millisecond)
+		if got.Verdict != c.verdict || !strings.Contains(got.Reason, c.says) {
+			t.Errorf("%+v required=%v: %s %q, want %s containing %q", c.n, c.required, got.Verdict, got.Reason, c.verdict, c.says)
+		}
+	}
+}
