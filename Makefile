@@ -6,14 +6,14 @@ RACE ?= -race
 # test's workload (see integration/invariant); empty: all of it.
 INVARIANT_AVOID ?=
 
-.PHONY: demo test check unit oldest-go integration invariant-long cli examples chaos chaos-full bench bench-go bench-quick compose-check matrix matrix-ci ci
+.PHONY: demo test check unit oldest-go integration invariant-long cli examples chaos chaos-full durable bench bench-go bench-quick compose-check matrix matrix-ci ci
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
 	cd cmd/redlock && $(GO) run . demo
 
-## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff, invariant), CLI, the fencing example (PostgreSQL), chaos short mode (processes and containers)
-test: check unit integration cli examples chaos
+## test: the full test suite: gofmt, vet, unit, integration (core, metrics, harness, topology, handoff, invariant), CLI, the fencing example (PostgreSQL), chaos short mode (processes and containers), durable votes (Valkey 8.0)
+test: check unit integration cli examples chaos durable
 	@echo "make test: all passed"
 
 ## check: no replace in a go.mod, no binary or file over 1 MB tracked (scripts/check-tree.sh); gofmt; vet of every module
@@ -64,6 +64,13 @@ examples:
 chaos:
 	@scripts/ensure-redis.sh
 	cd integration && $(GO) test $(RACE) -count=1 -timeout 10m ./chaos/
+
+## durable: durable votes against Valkey 8.0 (installed from bookworm-backports when missing: scripts/servers.sh): the core tests, majority restarts with the AOF kept and lost, the sanity twin, availability under majority restarts (15 s runs)
+durable:
+	@scripts/ensure-redis.sh
+	cd integration && export DURABLE_SERVER=$$(../scripts/servers.sh path valkey-8.0) DURABLE_REQUIRE=1 && \
+		$(GO) test $(RACE) -count=1 -timeout 10m -run 'Durable' -skip 'TestDurableAvailability' ./core/ ./chaos/ && \
+		RESTART_AVAIL_DURATION=15s $(GO) test -count=1 -timeout 10m -run 'TestDurableAvailability' -v ./chaos/
 
 chaos-full:
 	@scripts/ensure-redis.sh

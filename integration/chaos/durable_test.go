@@ -22,7 +22,7 @@ import (
 // out for the window. Goal: durable votes keep >= 50 % of the holds of
 // the run without faults, with no overlap. Figures as in
 // TestRestartAvailability (RESTART_AVAIL_DURATION, DURABLE_AVAIL_OUT; the
-// ratio is checked on runs of 10 s or more: make durable runs 10 s):
+// ratio is checked on runs of 10 s or more: make durable runs 15 s):
 //
 //	cd integration && RESTART_AVAIL_DURATION=15s go test -run TestDurableAvailability -v -count=1 ./chaos/
 func TestDurableAvailability(t *testing.T) {
@@ -88,7 +88,7 @@ func majorityRestart(t *testing.T, nodes []*harness.Node, wipe bool, opts ...red
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	if l, err := b.TryLock(ctx, "warm", time.Second); err != nil { // B learns the nodes' processes
+	if l, err := b.TryLock(ctx, "warm", 10*time.Second, redlock.WithMaxAttempts(20)); err != nil { // B learns the nodes' processes
 		t.Fatal(err)
 	} else {
 		_ = l.Release(ctx)
@@ -166,7 +166,7 @@ func TestDurableVotesSurviveMajorityRestart(t *testing.T) {
 		return true
 	}
 	for !shown(b.Stats().Quarantine) {
-		if _, err := b.TryLock(ctx, "probe", time.Second); ctx.Err() != nil {
+		if _, err := b.TryLock(ctx, "probe", 10*time.Second); ctx.Err() != nil {
 			t.Fatalf("B's quarantine did not exempt the restarted nodes: %+v (last: %v)", b.Stats().Quarantine, err)
 		}
 	}
