@@ -73,7 +73,10 @@ type Results struct {
 	// read-mostly hot key with the read-write lock ("rw") and the plain one.
 	TypesUncontended map[string]Stat    `json:"types_uncontended,omitempty"`
 	ReadMostly       map[string]MixStat `json:"types_read_mostly,omitempty"`
-	Goals            []Goal             `json:"goals,omitempty"`
+	// Durable votes: per fsync mode (durableModes), per contender.
+	Durable        map[string]map[string]DurableStat `json:"durable_votes,omitempty"`
+	DurableSkipped string                            `json:"durable_votes_skipped,omitempty"`
+	Goals          []Goal                            `json:"goals,omitempty"`
 	// Seconds is the time each scenario took (summed over the runs).
 	Seconds map[string]float64 `json:"seconds_by_scenario,omitempty"`
 	Runs    []*Results         `json:"runs,omitempty"`
@@ -110,7 +113,7 @@ type benchCfg struct {
 }
 
 // scenarios are the names --only accepts, in the order they run.
-var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "scaling", "allocs", "watchdog", "types"}
+var scenarios = []string{"uncontended", "slow", "contention", "processes", "independent", "scaling", "allocs", "watchdog", "types", "durable"}
 
 func (c benchCfg) runs(name string) bool { return len(c.only) == 0 || c.only[name] }
 
@@ -177,7 +180,7 @@ func benchCmd(fs *flag.FlagSet) runner {
 		for _, name := range scenarios {
 			if cfg.runs(name) {
 				steps += map[string]int{"uncontended": len(cfg.ns), "slow": 5, "contention": 2, "processes": 1, "independent": 1, "scaling": len(cfg.scalingG), "allocs": 1,
-					"watchdog": len(cfg.watch.locks), "types": 2}[name]
+					"watchdog": len(cfg.watch.locks), "types": 2, "durable": len(durableModes)}[name]
 			}
 		}
 		p := &progress{w: errOut, total: steps * cfg.repeat}
@@ -364,6 +367,11 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			return nil, err
 		}
 	}
+	if cfg.runs("durable") {
+		if err := timed("durable", func() error { return durableScenario(cfg, res, p) }); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
 }
 
@@ -442,6 +450,7 @@ func merge(runs []*Results) *Results {
 		}
 		out.ReadMostly[k] = mergeMix(ms)
 	}
+	out.Durable, out.DurableSkipped = mergeDurable(runs), runs[0].DurableSkipped
 	for _, r := range runs {
 		for k, v := range r.Seconds {
 			out.Seconds[k] += v
@@ -545,6 +554,21 @@ func withNodes(n int, fn func([]*node, []string) error) error {
 	if err != nil {
 		return err
 	}
+	return runOn(nodes, fn)
+}
+
+// withNodesOf is withNodes with n processes of server bin and its extra
+// arguments.
+func withNodesOf(bin string, extra []string, n int, fn func([]*node, []string) error) error {
+	nodes, err := startNodesOf(bin, extra, n)
+	if err != nil {
+		return err
+	}
+	return runOn(nodes, fn)
+}
+
+// runOn runs fn on nodes, and stops them.
+func runOn(nodes []*node, fn func([]*node, []string) error) error {
 	defer func() {
 		for _, x := range nodes {
 			x.Close()
@@ -1006,6 +1030,7 @@ func markdown(r *Results) string {
 		b.WriteString("\n![script calls vs locks](watchdog_calls_vs_locks.png) ![CPU vs locks](watchdog_cpu_vs_locks.png)\n")
 	}
 	b.WriteString(typesTables(r))
+	b.WriteString(durableTable(r))
 	if len(r.Goals) > 0 {
 		b.WriteString("\n### Goals\n\n| goal | figure | met |\n|---|---|---|\n")
 		for _, g := range r.Goals {

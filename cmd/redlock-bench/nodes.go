@@ -31,9 +31,16 @@ func startNodes(n int) ([]*node, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startNodesOf(bin, nil, n)
+}
+
+// startNodesOf starts n processes of server bin with the arguments extra
+// after the defaults (a later argument wins); on an error it stops those
+// it started.
+func startNodesOf(bin string, extra []string, n int) ([]*node, error) {
 	var nodes []*node
 	for i := 0; i < n; i++ {
-		nd, err := startProcess(bin)
+		nd, err := startProcess(bin, extra...)
 		if err != nil {
 			for _, x := range nodes {
 				x.Close()
@@ -64,7 +71,7 @@ func freePort() (int, error) {
 
 // startProcess starts one redis-server; a port taken between choosing and
 // binding it is tried again on another (up to 5 times).
-func startProcess(bin string) (*node, error) {
+func startProcess(bin string, extra ...string) (*node, error) {
 	dir, err := os.MkdirTemp("", "redlock-bench-node-")
 	if err != nil {
 		return nil, err
@@ -75,8 +82,9 @@ func startProcess(bin string) (*node, error) {
 		if err != nil {
 			return nil, err
 		}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--protected-mode", "no")
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
+			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--protected-mode", "no"}
+		cmd := exec.Command(bin, append(args, extra...)...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := cmd.Start(); err != nil {
 			return nil, err
