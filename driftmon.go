@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -12,12 +11,6 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/drift"
 )
-
-// ErrClockDrift matches the vote of a node whose clock the drift monitor
-// found outside the drift budget: it runs too fast against the Client's
-// clock (1 - clientRate/nodeRate beyond the drift factor), or it jumped.
-// See *DriftError and WithDriftMonitor.
-var ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
 
 // DriftError says which node's clock is out of bounds and by how much. It
 // matches ErrClockDrift. (The estimated error is the field Drift: a field

@@ -41,21 +41,47 @@ var (
 	// reader (upgrade), or a permit of a semaphore of one. Refused before
 	// any traffic.
 	ErrHeldByCaller = errors.New("redlock: key is held by the caller")
+	// ErrMaxHold: an extension or renewal would keep the lock past
+	// WithMaxHold. It matches ErrNotExtended; the cause of a watchdog lock
+	// that ran out there matches it too.
+	ErrMaxHold error = &maxHoldError{}
+	// ErrReleased is the cause of a Lock's end (context.Cause of its
+	// Context) after Release.
+	ErrReleased = errors.New("redlock: lock released")
 )
 
-// ErrNotDurable matches a node's vote that does not count because the node
-// did not confirm it on its disk (see WithDurableVotes); the node's error
-// in a QuorumError says why.
-var ErrNotDurable = node.ErrNotDurable
-
-// ErrReleased is the cause of a Lock's end (context.Cause of its Context)
-// after Release.
-var ErrReleased = errors.New("redlock: lock released")
-
-// ErrMaxHold: an extension or renewal would keep the lock past WithMaxHold.
-// It matches ErrNotExtended; the cause of a watchdog lock that ran out
-// there matches it too.
-var ErrMaxHold = &maxHoldError{}
+// Per-node reasons: the Err or Discounted of a NodeResult in a QuorumError
+// (Lock.Votes, Event.Nodes, NodeEvent.Err) says why one node's vote did not
+// count. They never come alone from a call: the call's error is a
+// QuorumError matching ErrNotObtained, ErrNotExtended, ErrLockLost or
+// ErrNotHeld.
+var (
+	// ErrPending: the node had not answered when the round was decided
+	// (its call goes on in the background).
+	ErrPending = quorum.ErrPending
+	// ErrNodeSkipped: an acquisition or extension did not send to the
+	// node: its last call timed out, a probe to it was in flight, and the
+	// other nodes could make the quorum. Nothing needs undoing there.
+	ErrNodeSkipped error = &notSentError{msg: "redlock: node skipped: its last call timed out and a probe is in flight"}
+	// ErrNodeQuarantined: the node restarted (or, in strict mode, started)
+	// less than the quarantine window ago and may have lost the keys it
+	// held. See *QuarantineError and WithRestartQuarantine.
+	ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
+	// ErrSameServer: the node is the same server (same run_id) as an
+	// earlier node under another address; one server must not cast two
+	// votes. See *SameServerError.
+	ErrSameServer = errors.New("redlock: node is the same server as another node")
+	// ErrClockDrift: the drift monitor found the node's clock outside the
+	// drift budget (1 - clientRate/nodeRate beyond the drift factor), or
+	// it jumped. See *DriftError and WithDriftMonitor.
+	ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
+	// ErrNotDurable: with WithDurableVotes, the node did not confirm its
+	// vote on disk; its error says why.
+	ErrNotDurable = node.ErrNotDurable
+	// ErrFenceNotRaised: a fenced acquisition's lock had already expired
+	// on the node when its fence register was to be raised to the token.
+	ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
+)
 
 type maxHoldError struct{}
 
@@ -64,19 +90,9 @@ func (*maxHoldError) Is(target error) bool { return target == ErrNotExtended }
 
 func isMaxHold(err error) bool { return errors.Is(err, ErrMaxHold) }
 
-// ErrFenceNotRaised is the per-node error of a fenced acquisition whose
-// lock had already expired on that node when its fence register was to be
-// raised to the token: that node's vote does not count, and the attempt
-// fails if too few remain.
-var ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
-
 // errDiscounted is a discounted vote's reason when its gate cleared
 // before the error was built.
 var errDiscounted = errors.New("redlock: vote not counted")
-
-// ErrPending is the Err of a node that had not answered when a round was
-// decided (its call goes on in the background).
-var ErrPending = quorum.ErrPending
 
 // NodeResult is what one node answered in a round.
 type NodeResult struct {

@@ -43,13 +43,6 @@ import (
 // (microseconds since 1970): an SQL column for them needs 64 bits.
 func WithFencing() LockOption { return callOption(func(o *callOptions) { o.fencing = true }) }
 
-// FenceMargin is how much longer than the lock's TTL a fence register
-// lives after each write (WithFencing), and so the bound on how much node
-// clocks may differ from each other for tokens to keep increasing once
-// registers expired. `redlock doctor` warns when node clocks differ by
-// more than half of it or step back.
-const FenceMargin = time.Hour
-
 // fenceTTL is the TTL a fenced acquisition of ttl gives its registers.
 func fenceTTL(ttl time.Duration) time.Duration { return ttl + FenceMargin }
 

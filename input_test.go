@@ -89,7 +89,7 @@ func TestNilLock(t *testing.T) {
 	if err := l.Extend(ctx, time.Second); !errors.Is(err, ErrNotHeld) {
 		t.Errorf("Extend = %v, want ErrNotHeld", err)
 	}
-	if l.Key() != "" || l.Keys() != nil || l.Owner() != "" || l.TTL() != 0 || !l.Deadline().IsZero() || l.Remaining() != 0 || l.Nodes() != nil {
+	if l.Key() != "" || l.Keys() != nil || l.Owner() != "" || l.TTL() != 0 || !l.Deadline().IsZero() || l.Remaining() != 0 || l.Votes() != nil {
 		t.Error("accessors of a nil lock return non-zero values")
 	}
 }

@@ -4,23 +4,11 @@ import (
 	"context"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
 )
-
-// FairWaiterTimeout is how long a fair lock's waiter keeps its place in
-// the queue without trying: a waiter whose process died is dropped after
-// it, so it delays the next waiter by at most FairWaiterTimeout plus one
-// retry of that waiter. A fair waiter retries at least every
-// FairWaiterTimeout/10 whatever WithRetryBackoff says (its backoff max is
-// capped there), so a live waiter keeps its place with ten tries to
-// spare. Redisson's fair lock uses 5 s in its docs and 5 min in its code;
-// 3 s bounds the stall a dead waiter causes to about one typical critical
-// section while leaving a loaded process time to come back.
-const FairWaiterTimeout = 3 * time.Second
 
 // fairRetryMax is a fair waiter's longest wait between attempts.
 const fairRetryMax = FairWaiterTimeout / 10
@@ -202,7 +190,7 @@ func (c *Client) fairLeave(queue string, fk *fairKey, w node.Waiter, r *request,
 	var left uint64
 	var granted []NodeResult
 	if l != nil {
-		granted = l.Nodes()
+		granted = l.Votes()
 	}
 	for i := range c.nodes {
 		if i >= len(granted) || !granted[i].Vote {

@@ -193,9 +193,9 @@ func (l *Lock) remaining() time.Duration {
 	return 0
 }
 
-// Nodes returns what each node answered in the acquisition (or the last
-// successful extension).
-func (l *Lock) Nodes() []NodeResult {
+// Votes returns what each node answered in the acquisition (or the last
+// successful extension), in node order.
+func (l *Lock) Votes() []NodeResult {
 	if l == nil {
 		return nil
 	}

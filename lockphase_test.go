@@ -42,7 +42,7 @@ func newPhaseWalk(t *testing.T) *phaseWalk {
 func (w *phaseWalk) lock(ttl time.Duration) *Lock {
 	now := w.fc.Now()
 	return &Lock{c: w.c, typ: plain{}, keys: []string{"k"}, name: "k", owner: "id:r", ttl: ttl, acquired: now,
-		deadline: now.Add(Validity(ttl, 0, w.c.o.driftFactor)), confirmed: true, order: newOrder(3)}
+		deadline: now.Add(validity(ttl, 0, w.c.o.driftFactor)), confirmed: true, order: newOrder(3)}
 }
 
 // yes is a round that reached the quorum.
@@ -81,7 +81,7 @@ func TestLockPhaseTableWalk(t *testing.T) {
 	w.want(l, lockstate.Extending, "a renewal began")
 	l.settle(ctx, opRenew, start, start, ttl, w.yes())
 	w.want(l, lockstate.Held, "it settled")
-	if got, want := l.Deadline(), start.Add(Validity(ttl, 0, w.c.o.driftFactor)); !got.Equal(want) {
+	if got, want := l.Deadline(), start.Add(validity(ttl, 0, w.c.o.driftFactor)); !got.Equal(want) {
 		t.Fatalf("deadline %v, want %v", got, want)
 	}
 

@@ -26,12 +26,6 @@ func (e *notSentError) Error() string {
 
 func (e *notSentError) Unwrap() error { return e.err }
 
-// ErrNodeSkipped is the error of a node that an acquisition or extension
-// did not send to: its last call timed out, a probe to it was in flight,
-// and the other nodes could make the quorum. Nothing was sent, so nothing
-// needs undoing there.
-var ErrNodeSkipped error = &notSentError{msg: "redlock: node skipped: its last call timed out and a probe is in flight"}
-
 var (
 	// errNotSent marks a node call that was skipped because nothing of
 	// ours can be there.

@@ -31,18 +31,6 @@ const (
 	DefaultDriftEvery = time.Second
 )
 
-// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
-// ones are refused with ErrInvalidArgument before any traffic. A node that
-// restarts empty is kept out of quorums for as long as a lock it held may
-// still be alive, so one lock of a year would cost every restart a year;
-// work of unknown length holds its lock with Watchdog instead.
-const MaxTTL = 24 * time.Hour
-
-// MaxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
-// are refused with ErrInvalidArgument before any traffic. Error messages
-// and logs show at most the first 64 bytes of a key.
-const MaxKeyLen = 1024
-
 // Quorum says how many nodes must agree. The zero value is Majority.
 type Quorum struct{ k int } // k: 0 majority, -1 all, >0 at least k
 
@@ -72,6 +60,60 @@ func (q Quorum) need(n int) int {
 	}
 	return q.k
 }
+
+// Limits of what a Client accepts and keeps.
+const (
+	// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
+	// ones are refused with ErrInvalidArgument before any traffic. A node that
+	// restarts empty is kept out of quorums for as long as a lock it held may
+	// still be alive, so one lock of a year would cost every restart a year;
+	// work of unknown length holds its lock with Watchdog instead.
+	MaxTTL = 24 * time.Hour
+	// MaxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
+	// are refused with ErrInvalidArgument before any traffic. Error messages
+	// and logs show at most the first 64 bytes of a key.
+	MaxKeyLen = 1024
+	// FairWaiterTimeout is how long a fair lock's waiter keeps its place in
+	// the queue without trying: a waiter whose process died is dropped after
+	// it, so it delays the next waiter by at most FairWaiterTimeout plus one
+	// retry of that waiter. A fair waiter retries at least every
+	// FairWaiterTimeout/10 whatever WithRetryBackoff says (its backoff max is
+	// capped there), so a live waiter keeps its place with ten tries to
+	// spare. Redisson's fair lock uses 5 s in its docs and 5 min in its code;
+	// 3 s bounds the stall a dead waiter causes to about one typical critical
+	// section while leaving a loaded process time to come back.
+	FairWaiterTimeout = 3 * time.Second
+	// FenceMargin is how much longer than the lock's TTL a fence register
+	// lives after each write (WithFencing), and so the bound on how much node
+	// clocks may differ from each other for tokens to keep increasing once
+	// registers expired. `redlock doctor` warns when node clocks differ by
+	// more than half of it or step back.
+	FenceMargin = time.Hour
+)
+
+// Special values of a TTL and of options, where a negative number
+// means something other than invalid input.
+const (
+	// Watchdog, passed as the TTL to Lock, TryLock, LockKeys or TryLockKeys,
+	// takes the lock in watchdog mode: it is acquired for the Client's lease
+	// (WithWatchdog, default 30 s) and renewed in the background every renewal
+	// interval (default lease/3) by the Extend rules (owner checked, a quorum,
+	// within the current validity, never re-created) until Release, until it is
+	// lost (Done), or until WithMaxHold is reached. A Client renews all its
+	// watchdog locks in one batch per interval, one round trip per node (see
+	// renewer). A renewal that fails because nodes failed is tried again soon,
+	// before the deadline, not only at the next interval. Use it when the
+	// work's length is unknown; use a fixed TTL when the work must not outlive
+	// it. It is negative so that a TTL of zero (an unset config field, a
+	// failed parse) is refused as ErrInvalidArgument rather than taken as a
+	// lock held for as long as the process lives.
+	Watchdog time.Duration = -1
+	// QuarantineOff as WithRestartQuarantine's window turns quarantine off.
+	QuarantineOff time.Duration = -1
+	// LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
+	// every Release deletes the lock on the nodes.
+	LocalHandoffOff = -1
+)
 
 type options struct {
 	callOptions  // what a call may set over the Client's
@@ -247,10 +289,6 @@ func WithWatchdog(lease, every time.Duration) Option {
 func WithLocalHandoff(n int) Option {
 	return clientOption(func(o *options) { set(&o.localHandoff, n) })
 }
-
-// LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
-// every Release deletes the lock on the nodes.
-const LocalHandoffOff = -1
 
 // WithName sets a name for this Client (default none), for example the
 // host or pod, that begins its instance id (Client.ID) and so every owner

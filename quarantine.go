@@ -16,16 +16,6 @@ import (
 	"github.com/redlock-go/redlock/internal/node"
 )
 
-// ErrNodeQuarantined matches a node's vote that does not count because the
-// node restarted (or, in strict mode, started) less than the quarantine
-// window ago and may have lost the keys it held. See *QuarantineError.
-var ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
-
-// ErrSameServer matches the vote of a node that is the same server (same
-// run_id) as an earlier node under another address: one server must not
-// cast two votes.
-var ErrSameServer = errors.New("redlock: node is the same server as another node")
-
 // QuarantineError says which node is quarantined, why, until when (on
 // the Client's clock) and which bound set the window. It matches
 // ErrNodeQuarantined.
@@ -373,9 +363,6 @@ const (
 	QuarantineSettingFloor
 )
 
-// QuarantineOff as WithRestartQuarantine's window turns quarantine off.
-const QuarantineOff time.Duration = -1
-
 // WithRestartQuarantine sets the restart quarantine (default: on, with
 // DefaultQuarantineWindow). A node that restarted (its run_id changed), or
 // that this Client first meets and that started after the Client was
@@ -639,7 +626,7 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 	}
-	c.q = newQuarantine(c.o.clock, c.Nodes(), window, c.o.qFresh)
+	c.q = newQuarantine(c.o.clock, c.Addrs(), window, c.o.qFresh)
 	c.q.setting, c.q.floor, c.q.factor = w, c.o.qFloor, c.o.driftFactor
 	if lg := c.o.logger; lg != nil {
 		c.q.onEnd = func(i int) {

@@ -244,7 +244,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	c.startDrift() // last: nothing below can fail
 	if lg := o.logger; lg != nil {
 		lg.LogAttrs(context.Background(), slog.LevelInfo, "redlock: client ready",
-			slog.String("client", c.id), slog.Any("nodes", c.Nodes()), slog.Int("need", c.need))
+			slog.String("client", c.id), slog.Any("nodes", c.Addrs()), slog.Int("need", c.need))
 	}
 	return c, nil
 }
@@ -335,8 +335,8 @@ func (c *Client) enter() bool {
 
 func (c *Client) exit() { c.ops.Done() }
 
-// Nodes returns the node addresses, in the order given to New.
-func (c *Client) Nodes() []string {
+// Addrs returns the node addresses, in the order given to New.
+func (c *Client) Addrs() []string {
 	a := make([]string, len(c.nodes))
 	for i, n := range c.nodes {
 		a[i] = n.Addr()

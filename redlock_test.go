@@ -30,8 +30,8 @@ func TestDriftAndValidity(t *testing.T) {
 		if d := DriftBudget(tc.ttl, tc.factor); d != tc.drift {
 			t.Errorf("DriftBudget(%v, %v) = %v, want %v", tc.ttl, tc.factor, d, tc.drift)
 		}
-		if v := Validity(tc.ttl, tc.elapsed, tc.factor); v != tc.valid {
-			t.Errorf("Validity(%v, %v, %v) = %v, want %v", tc.ttl, tc.elapsed, tc.factor, v, tc.valid)
+		if v := validity(tc.ttl, tc.elapsed, tc.factor); v != tc.valid {
+			t.Errorf("validity(%v, %v, %v) = %v, want %v", tc.ttl, tc.elapsed, tc.factor, v, tc.valid)
 		}
 	}
 }
@@ -120,7 +120,7 @@ func TestNewFromURLsRejectsBadURL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(c.Nodes(), " "); got != "127.0.0.1:1 127.0.0.1:2/3 127.0.0.1:3" {
+	if got := strings.Join(c.Addrs(), " "); got != "127.0.0.1:1 127.0.0.1:2/3 127.0.0.1:3" {
 		t.Errorf("Nodes = %s", got)
 	}
 	c.Close()
@@ -250,7 +250,7 @@ func TestLockHandleAccessorsWithFakeClock(t *testing.T) {
 	c := &Client{o: defaults()}
 	c.o.clock = fc
 	l := &Lock{c: c, typ: plain{}, keys: []string{"a", "b"}, owner: "0123456789abcdefghijkl", ttl: time.Second,
-		deadline: fc.Now().Add(Validity(time.Second, 0, c.o.driftFactor))}
+		deadline: fc.Now().Add(validity(time.Second, 0, c.o.driftFactor))}
 	done := l.Done() // sets the timer for the deadline, on the fake clock
 	if got := l.Remaining(); got != 988*time.Millisecond {
 		t.Fatalf("Remaining = %v", got)

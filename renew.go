@@ -10,21 +10,6 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 )
 
-// Watchdog, passed as the TTL to Lock, TryLock, LockKeys or TryLockKeys,
-// takes the lock in watchdog mode: it is acquired for the Client's lease
-// (WithWatchdog, default 30 s) and renewed in the background every renewal
-// interval (default lease/3) by the Extend rules (owner checked, a quorum,
-// within the current validity, never re-created) until Release, until it is
-// lost (Done), or until WithMaxHold is reached. A Client renews all its
-// watchdog locks in one batch per interval, one round trip per node (see
-// renewer). A renewal that fails because nodes failed is tried again soon,
-// before the deadline, not only at the next interval. Use it when the
-// work's length is unknown; use a fixed TTL when the work must not outlive
-// it. It is negative so that a TTL of zero (an unset config field, a
-// failed parse) is refused as ErrInvalidArgument rather than taken as a
-// lock held for as long as the process lives.
-const Watchdog time.Duration = -1
-
 // renewer renews a Client's watchdog locks. It holds the set of locks in
 // watchdog mode and one timer for the whole Client: at each tick (ticks
 // are one interval apart, counted from the Client's creation) every lock

@@ -11,10 +11,10 @@ func DriftBudget(ttl time.Duration, factor float64) time.Duration {
 	return time.Duration(float64(ttl)*factor) + clockResolution
 }
 
-// Validity returns how long a lock acquired with ttl is still safe to use
+// validity returns how long a lock acquired with ttl is still safe to use
 // once elapsed has passed since the start of the attempt:
 // ttl - elapsed - DriftBudget(ttl, factor). Non-positive means the lock must
 // not be used.
-func Validity(ttl, elapsed time.Duration, factor float64) time.Duration {
+func validity(ttl, elapsed time.Duration, factor float64) time.Duration {
 	return ttl - elapsed - DriftBudget(ttl, factor)
 }

@@ -15,7 +15,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestConformanceFiveNodes(t *testing.T) {
-	Conformance(t, New(t, Nodes(5)).Env())
+	Conformance(t, New(t, NodeCount(5)).Env())
 }
 
 // recorder is a testing.TB that records failures instead of failing.

@@ -67,8 +67,8 @@ type Option func(*config)
 
 type config struct{ nodes int }
 
-// Nodes sets the number of nodes (default 3).
-func Nodes(n int) Option { return func(c *config) { c.nodes = n } }
+// NodeCount sets the number of nodes (default 3).
+func NodeCount(n int) Option { return func(c *config) { c.nodes = n } }
 
 // New starts the nodes of a Cluster; t.Cleanup stops them and closes every
 // Client made by the Cluster. It fails the test if a node cannot start

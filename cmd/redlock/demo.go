@@ -261,7 +261,7 @@ func (v *liveView) heal() {
 // state is each node's state and its failed calls in the last second.
 func (v *liveView) state() string {
 	now := v.dm.nodeFailures()
-	failed := failureCells(v.d.c.Nodes(), now, v.prevFail)
+	failed := failureCells(v.d.c.Addrs(), now, v.prevFail)
 	v.prevFail = now
 	s := make([]string, len(v.urls))
 	for i := range s {
@@ -303,7 +303,7 @@ func (d *demo) summary(out io.Writer, elapsed time.Duration, dm *demoMetrics, ti
 	for _, t := range timeline {
 		fmt.Fprintf(out, "  fault: %s\n", t)
 	}
-	nodeFailureLines(out, d.c.Nodes(), dm.nodeFailures())
+	nodeFailureLines(out, d.c.Addrs(), dm.nodeFailures())
 	if violations > 0 {
 		if d.typ == "plain" {
 			return fmt.Errorf("%d overlaps: mutual exclusion violated", violations)

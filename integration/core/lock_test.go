@@ -186,7 +186,7 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 					vals, ttls := raw(t, live, "k")
 					t.Fatalf("round %d: %v; nodes 0,1,3,4 now hold %q (PTTL %v)", i, err, vals, ttls)
 				}
-				if r := l.Nodes()[2]; !errors.Is(r.Err, redlock.ErrPending) && !errors.Is(r.Err, redlock.ErrNodeSkipped) {
+				if r := l.Votes()[2]; !errors.Is(r.Err, redlock.ErrPending) && !errors.Is(r.Err, redlock.ErrNodeSkipped) {
 					t.Fatalf("round %d: TryLock returned with the frozen node's answer %+v: it waited for it", i, r)
 				}
 				if err := l.Release(context.Background()); err != nil {
@@ -238,7 +238,7 @@ func TestDeadMinorityTolerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := l.Nodes()
+	res := l.Votes()
 	if res[0].Err == nil || res[4].Err == nil {
 		t.Errorf("dead nodes reported no error: %+v", res)
 	}
@@ -739,7 +739,7 @@ func TestReleaseOrderedAfterStragglerSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.Nodes()[4].Err; !errors.Is(got, redlock.ErrPending) {
+	if got := l.Votes()[4].Err; !errors.Is(got, redlock.ErrPending) {
 		t.Fatalf("slow node's vote = %v, want it still pending when TryLock returned", got)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -893,7 +893,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", key, err)
 		}
-		r := l.Nodes()[4]
+		r := l.Votes()[4]
 		if err := l.Release(ctx); err != nil {
 			t.Fatalf("release %s: %v", key, err)
 		}
@@ -920,7 +920,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	waitUntil(t, "the first call to the frozen node to time out", func() bool { return h.timedOut() >= 1 })
 
 	// Every round from here on starts after a timeout (keys "p..."). The
-	// node's answer in Nodes() may be ErrPending even when the call is
+	// node's answer in Votes() may be ErrPending even when the call is
 	// skipped (the round was decided before that goroutine ran), so which
 	// round became a probe is read from the hook, where it waits.
 	h.hold(true)

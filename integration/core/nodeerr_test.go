@@ -101,7 +101,7 @@ func reportedAddr(urls []string, i int) string {
 		panic(err)
 	}
 	defer c.Close()
-	return c.Nodes()[i]
+	return c.Addrs()[i]
 }
 
 func startWithPassword(t *testing.T) *harness.Node {

@@ -29,7 +29,7 @@ func countsAgain(t *testing.T, c *redlock.Client, nodes []*harness.Node, i int, 
 			time.Sleep(20 * time.Millisecond)
 			continue
 		}
-		r := l.Nodes()[i]
+		r := l.Votes()[i]
 		_ = l.Release(ctx)
 		if r.Vote && r.Discounted == nil {
 			return time.Since(start)

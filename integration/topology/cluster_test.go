@@ -86,7 +86,7 @@ func TestClusterAsOneNode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, r := range l.Nodes() { // AllNodes: every node has answered
+		for i, r := range l.Votes() { // AllNodes: every node has answered
 			if !r.Vote || r.Err != nil {
 				t.Errorf("node %d (%s): vote %v, err %v; want yes", i, r.Addr, r.Vote, r.Err)
 			}
@@ -157,7 +157,7 @@ func TestClusterAsOneNode(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for i, want := range []bool{false, false, true} {
-			addr := c.Nodes()[i]
+			addr := c.Addrs()[i]
 			if len(answers[addr]) == 0 {
 				t.Fatalf("node %d (%s) has no answer", i, addr)
 			}

@@ -32,7 +32,7 @@ func TestSentinelMasterAsOneNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, r := range l.Nodes() { // AllNodes: every node has answered
+	for i, r := range l.Votes() { // AllNodes: every node has answered
 		if !r.Vote || r.Err != nil {
 			t.Errorf("node %d (%s): vote %v, err %v; want yes", i, r.Addr, r.Vote, r.Err)
 		}

@@ -40,7 +40,7 @@ func TestTLSNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := l.Nodes()[0]; !r.Vote || r.Err != nil {
+	if r := l.Votes()[0]; !r.Vote || r.Err != nil {
 		t.Errorf("TLS node: vote %v, err %v; want yes", r.Vote, r.Err)
 	}
 	for i, cmd := range []redis.Cmdable{tc, p0, p1} {
