@@ -24,6 +24,9 @@ type answering struct {
 	wg   sync.WaitGroup
 	mu   sync.Mutex
 	got  map[string]int // "evalsha ok1": times received
+	// waitaof is the reply to WAITAOF, when set (under mu); else WAITAOF
+	// is refused like any command outside SET and the scripts.
+	waitaof string
 }
 
 func newAnswering(t *testing.T) *answering {
@@ -73,7 +76,13 @@ func (a *answering) serve(c net.Conn) {
 		if key == "first" {
 			<-a.gate
 		}
-		if _, err := io.WriteString(c, answer(name, key)); err != nil {
+		reply := answer(name, key)
+		a.mu.Lock()
+		if name == "waitaof" && a.waitaof != "" {
+			reply = a.waitaof
+		}
+		a.mu.Unlock()
+		if _, err := io.WriteString(c, reply); err != nil {
 			return
 		}
 	}

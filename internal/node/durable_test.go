@@ -1,0 +1,116 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// durableNode is a Durable node over a fake that answers WAITAOF with
+// reply, coalescing or not.
+func durableNode(t *testing.T, reply string, coalesce bool) (*Node, *answering) {
+	a := newAnswering(t)
+	a.waitaof = reply
+	c := redis.NewClient(&redis.Options{Addr: a.ln.Addr().String(), ContextTimeoutEnabled: true,
+		MaxRetries: -1, Protocol: 2, DisableIdentity: true})
+	track := new(sync.WaitGroup)
+	n := New(c, track)
+	n.Coalesce(coalesce)
+	n.Durable(true)
+	t.Cleanup(func() {
+		track.Wait()
+		_ = c.Close()
+		_ = a.ln.Close()
+		a.wg.Wait()
+	})
+	return n, a
+}
+
+// A yes stands only with WAITAOF's confirmation; without it the call fails
+// with a NotDurableError that may have run (the lock is undone), and a no
+// stays a no. Releases are not confirmed.
+func TestDurableVoteNeedsConfirmation(t *testing.T) {
+	for _, c := range []struct {
+		name, reply string
+		want        string // "yes", "no" or the error's text
+	}{
+		{"fsynced", "*2\r\n:1\r\n:0\r\n", "yes"},
+		{"not in time", "*2\r\n:0\r\n:0\r\n", "not fsynced within"},
+		{"refused", "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n", "appendonly is disabled"},
+		{"unknown", "-ERR unknown command 'waitaof', with args beginning with: '1' '0' '50'\r\n", "unknown command"},
+	} {
+		for _, coalesce := range []bool{false, true} {
+			n, a := durableNode(t, c.reply, coalesce)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ok, err := n.Do(ctx, Lock([]string{"ok1"}, "v", time.Minute))
+			got := map[bool]string{true: "yes", false: "no"}[ok]
+			if err != nil {
+				got = err.Error()
+				if !errors.Is(err, ErrNotDurable) || !n.MayHaveRun(err) {
+					t.Errorf("%s: %v: want ErrNotDurable that may have run", c.name, err)
+				}
+			}
+			if !strings.Contains(got, c.want) {
+				t.Errorf("%s (coalesce %v): %q, want %q", c.name, coalesce, got, c.want)
+			}
+			if ok, err := n.Do(ctx, Lock([]string{"no2"}, "v", time.Minute)); ok || err != nil {
+				t.Errorf("%s: a refusal: %v %v, want a plain no", c.name, ok, err)
+			}
+			if ok, err := n.Do(ctx, Release([]string{"ok3"}, "v", false)); !ok || err != nil {
+				t.Errorf("%s: a release: %v %v, want yes, unconfirmed", c.name, ok, err)
+			}
+			cancel()
+			a.mu.Lock()
+			if k := a.got["waitaof "]; k != 2 {
+				t.Errorf("%s: %d WAITAOF sent, want 2 (one per grant, none for the release)", c.name, k)
+			}
+			a.mu.Unlock()
+		}
+	}
+}
+
+// Coalesced grants share one WAITAOF per pipeline, and a refused one does
+// not turn the others' replies into errors.
+func TestDurableBatchOneWAITAOF(t *testing.T) {
+	n, a := durableNode(t, "*2\r\n:1\r\n:0\r\n", true)
+	inflight := inFlight(n, 10*time.Second)
+	cmds := []*Cmd{Lock([]string{"ok1"}, "v", time.Minute), Extend([]string{"ok2"}, "v", time.Minute),
+		Lock([]string{"no3"}, "v", time.Minute), Release([]string{"ok4"}, "v", false), LockNew([]string{"ok5"}, "v", time.Minute)}
+	want := []string{"yes", "yes", "no", "yes", "yes"}
+	got := make([]string, len(cmds))
+	var wg sync.WaitGroup
+	for i, cmd := range cmds {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			ok, err := n.Do(ctx, cmd)
+			got[i] = map[bool]string{true: "yes", false: "no"}[ok]
+			if err != nil {
+				got[i] = err.Error()
+			}
+		}()
+		waitQueued(n, i+1)
+	}
+	close(a.gate)
+	wg.Wait()
+	if err := <-inflight; err != nil {
+		t.Errorf("call in flight: %v", err)
+	}
+	for i := range cmds {
+		if got[i] != want[i] {
+			t.Errorf("call %d: %q, want %s", i, got[i], want[i])
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if k := a.got["waitaof "]; k != 2 { // the call in flight's own, and the batch's one
+		t.Errorf("%d WAITAOF sent, want 2", k)
+	}
+}
