@@ -584,9 +584,10 @@ func TestDurableCheck(t *testing.T) {
 		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, false, verdictOK, "no: WAITAOF refused"},
 		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, true, verdictFail, "Redis 7.2+"},
 		{NodeReport{WaitAOF: "yes", Appendfsync: "always"}, true, verdictOK, "yes"},
-		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, false, verdictOK, "100ms (hz 10)"},
-		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, true, verdictFail, "raise hz"},
-		{NodeReport{WaitAOF: "yes", Appendfsync: "everysec", Hz: 100}, true, verdictOK, "10ms (hz 100)"},
+		{NodeReport{Server: "valkey", WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, false, verdictOK, "(hz 10): up to 100ms"},
+		{NodeReport{Server: "valkey", WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, true, verdictFail, "raise hz"},
+		{NodeReport{Server: "valkey", WaitAOF: "yes", Appendfsync: "everysec", Hz: 100}, true, verdictOK, "(hz 100): up to 10ms"},
+		{NodeReport{Server: "redis", WaitAOF: "yes", Appendfsync: "everysec", Hz: 100}, true, verdictFail, "use appendfsync always"},
 	} {
 		got := durableCheck(&c.n, c.required, 50*time.Millisecond)
 		if got.Verdict != c.verdict || !strings.Contains(got.Reason, c.says) {

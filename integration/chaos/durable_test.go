@@ -26,8 +26,7 @@ import (
 //
 //	cd integration && RESTART_AVAIL_DURATION=15s go test -run TestDurableAvailability -v -count=1 ./chaos/
 func TestDurableAvailability(t *testing.T) {
-	bin := harness.DurableServer(t)
-	cfg := harness.Config{Persist: true, Fsync: "everysec", Bin: bin, Args: []string{"--hz", "100"}}
+	cfg := harness.DurableConfig(t)
 	dur := 5 * time.Second
 	if s := os.Getenv("RESTART_AVAIL_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
@@ -63,11 +62,12 @@ func TestDurableAvailability(t *testing.T) {
 	}
 }
 
-// durableNodes are nodes as WithDurableVotes wants them: appendonly yes,
-// appendfsync everysec, hz 100 (WAITAOF's fsync within about 10 ms).
+// durableNodes are nodes with appendonly yes and appendfsync everysec (hz
+// 100): a crash may lose the last writes, so only durable votes (or the
+// quarantine) keep the locks. On Redis a durable vote may wait up to a
+// second for its fsync: majorityRestart's node timeout allows it.
 func durableNodes(t *testing.T, n int) []*harness.Node {
-	bin := harness.DurableServer(t)
-	return harness.Start(t, n, harness.Config{Persist: true, Fsync: "everysec", Bin: bin, Args: []string{"--hz", "100"}})
+	return harness.Start(t, n, harness.DurableEverysec(t))
 }
 
 // majorityRestart: A holds k (TTL 20 s) on 5 nodes; nodes 0, 1, 2 are
@@ -77,7 +77,7 @@ func durableNodes(t *testing.T, n int) []*harness.Node {
 // if it got k), the Clients, A's lock and B's error.
 func majorityRestart(t *testing.T, nodes []*harness.Node, wipe bool, opts ...redlock.Option) ([]Record, *redlock.Client, *redlock.Client, *redlock.Lock, error) {
 	ctx := context.Background()
-	opts = append([]redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithMaxAttempts(1)}, opts...)
+	opts = append([]redlock.Option{redlock.WithNodeTimeout(3 * time.Second), redlock.WithMaxAttempts(1)}, opts...)
 	a, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +88,7 @@ func majorityRestart(t *testing.T, nodes []*harness.Node, wipe bool, opts ...red
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	if l, err := b.TryLock(ctx, "warm", 10*time.Second, redlock.WithMaxAttempts(20)); err != nil { // B learns the nodes' processes
+	if l, err := b.TryLock(ctx, "warm", 30*time.Second, redlock.WithMaxAttempts(20)); err != nil { // B learns the nodes' processes
 		t.Fatal(err)
 	} else {
 		_ = l.Release(ctx)
@@ -166,7 +166,7 @@ func TestDurableVotesSurviveMajorityRestart(t *testing.T) {
 		return true
 	}
 	for !shown(b.Stats().Quarantine) {
-		if _, err := b.TryLock(ctx, "probe", 10*time.Second); ctx.Err() != nil {
+		if _, err := b.TryLock(ctx, "probe", 30*time.Second); ctx.Err() != nil {
 			t.Fatalf("B's quarantine did not exempt the restarted nodes: %+v (last: %v)", b.Stats().Quarantine, err)
 		}
 	}
@@ -192,7 +192,7 @@ func TestDurableVotesLostAOFQuarantined(t *testing.T) {
 	ctx := context.Background()
 	for i := 0; i < 20; i++ { // more tries, each one a chance for a second holder
 		call := Mono()
-		lb, err := b.TryLock(ctx, "k", time.Second)
+		lb, err := b.TryLock(ctx, "k", 30*time.Second)
 		if acq := Mono(); err == nil {
 			recs = append(recs, Record{Client: 1, Key: "k", Call: call, Acq: acq, RelCall: 1 << 62, Valid: acq + int64(time.Until(lb.Deadline()))})
 		}

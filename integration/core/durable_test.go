@@ -43,12 +43,11 @@ func TestDurableVotesRefusedWhereNodesCannot(t *testing.T) {
 	}
 }
 
-// On servers with WAITAOF and appendonly (everysec; hz 100, so that
-// WAITAOF's fsync comes within about 10 ms), durable votes grant, extend,
+// On servers with WAITAOF and appendonly (harness.DurableConfig), durable
+// votes grant, extend,
 // renew (watchdog), fence and release like any others, for every lock type.
 func TestDurableVotesEveryPath(t *testing.T) {
-	bin := harness.DurableServer(t)
-	nodes := harness.Start(t, 3, harness.Config{Persist: true, Fsync: "everysec", Bin: bin, Args: []string{"--hz", "100"}})
+	nodes := harness.Start(t, 3, harness.DurableConfig(t))
 	c := client(t, nodes, redlock.WithDurableVotes())
 	ctx := context.Background()
 	l, err := c.TryLock(ctx, "durable:plain", 5*time.Second)

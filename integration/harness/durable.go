@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,30 @@ func DurableServer(t testing.TB) string {
 	}
 	t.Skip(msg)
 	return ""
+}
+
+// DurableConfig is the node configuration of the durable-votes tests on
+// DurableServer: appendonly yes, and on Valkey appendfsync everysec with hz
+// 100 (Valkey fsyncs for a waiting WAITAOF on its cron, about every 1/hz);
+// on Redis appendfsync always, since Redis (7.2 to 8.0) under everysec
+// lets WAITAOF wait for its once-a-second fsync, longer than a node's
+// deadline.
+func DurableConfig(t testing.TB) Config {
+	t.Helper()
+	bin := DurableServer(t)
+	out, _ := exec.Command(bin, "--version").Output()
+	if strings.HasPrefix(string(out), "Valkey") {
+		return Config{Persist: true, Fsync: "everysec", Bin: bin, Args: []string{"--hz", "100"}}
+	}
+	return Config{Persist: true, Fsync: "always", Bin: bin}
+}
+
+// DurableEverysec is DurableConfig with appendfsync everysec (hz 100) on
+// every server, for tests whose node deadlines allow Redis's wait of up to
+// a second.
+func DurableEverysec(t testing.TB) Config {
+	t.Helper()
+	return Config{Persist: true, Fsync: "everysec", Bin: DurableServer(t), Args: []string{"--hz", "100"}}
 }
 
 var versionRE = regexp.MustCompile(`v=(\d+)\.(\d+)`)
