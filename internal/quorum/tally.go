@@ -60,7 +60,9 @@ type core struct {
 	open    int     // tallies not decided
 	running int     // calls that have not returned
 	decided bool
-	done    chan struct{} // closed at the decision
+	// done is closed at the decision. A batch makes it before init; a
+	// Round only when a Wait needs it (most waits need none: see Wait).
+	done chan struct{}
 }
 
 // init sets c up for cfg over tallies, with c.off of length cfg.N; it
@@ -70,7 +72,7 @@ func (c *core) init(cfg Config, tallies []tally) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c.cfg, c.tallies, c.done = cfg, tallies, make(chan struct{})
+	c.cfg, c.tallies = cfg, tallies
 	var left int32
 	for i := range c.off {
 		if cfg.Counts == nil || cfg.Counts(i) {
@@ -104,7 +106,9 @@ func (c *core) count(j int, v Vote) {
 func (c *core) settle() {
 	if !c.decided && c.open == 0 {
 		c.decided = true
-		close(c.done)
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }
 
