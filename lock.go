@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
@@ -43,10 +44,13 @@ type Lock struct {
 	watchdog bool          // renewed in the background (see Watchdog)
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
 	passes   int           // times the hold was passed on inside this Client in a row (see handOn)
-	order    *order        // the hold's extension calls, in order per node; shared with successors
-	typ      lockType      // the lock's type (kinds.go)
-	name     string        // the key the call asked for (a semaphore's name; else keys[0])
-	hold     string        // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
+	// ordr keeps the hold's extension calls in order per node (see ord);
+	// shared with successors. Made by the first extension: most locks are
+	// never extended, and a held one then costs two allocations less.
+	ordr atomic.Pointer[order]
+	typ  lockType // the lock's type (kinds.go)
+	name string   // the key the call asked for (a semaphore's name; else keys[0])
+	hold string   // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
 
 	mu sync.Mutex
 	// phase is where the Lock is in its life (package lockstate has the
@@ -85,7 +89,7 @@ func (l *Lock) to(e lockstate.Event) {
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
+	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
@@ -99,6 +103,18 @@ func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outco
 		l.mu.Unlock()
 	}
 	return l
+}
+
+// ord returns the hold's order, making it on first use. Every extension
+// calls it before its round starts, so that a successor made once that
+// extension settled (successor) shares it with any call of it still in
+// flight.
+func (l *Lock) ord() *order {
+	if o := l.ordr.Load(); o != nil {
+		return o
+	}
+	l.ordr.CompareAndSwap(nil, newOrder(len(l.c.nodes)))
+	return l.ordr.Load()
 }
 
 // setVotes keeps a copy of a round's votes: the round's own slice would
@@ -426,9 +442,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start, evs, err := l.beginExtend(ctx, begin, ttl)
 	if err == nil {
 		cmd := node.Extend(l.keys, l.owner, ttl)
+		ord := l.ord() // before the round: see successor
 		c.prepare(ctx, ttl)
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			return l.order.run(ctx, i, func() (int64, bool, error) {
+			return ord.run(ctx, i, func() (int64, bool, error) {
 				// No after: an extension's yes shows the node kept our
 				// key, which a node restarted empty cannot do.
 				if _, err := c.before(ctx, i, ttl); err != nil {
@@ -677,8 +694,11 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // successor is a fresh Lock for the same hold, for a local waiter. l.mu
 // must be held.
 func (l *Lock) successor() *Lock {
-	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, order: l.order, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
 		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
+	// Nil if l was never extended: no call of l is then in flight to keep
+	// in order (ord runs before an extension's round starts).
+	n.ordr.Store(l.ordr.Load())
 	n.setVotes(l.votes)
 	return n
 }

@@ -165,6 +165,7 @@ func (c *Client) renewBatch(batch []*Lock) {
 		rs := make([]node.Renewal, len(ls))
 		for j, l := range ls {
 			rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
+			l.ord() // before the round: see successor
 		}
 		outs := c.renewRound(ls, rs, ttl)
 		for j, l := range ls {
@@ -215,9 +216,10 @@ func inOrder(ctx context.Context, ls []*Lock, i int, call func() (int64, bool, e
 	var err error
 	for j, l := range ls {
 		var prev <-chan struct{}
-		prev, mine[j] = l.order.enter(i)
+		o := l.ordr.Load() // made before the round (ord)
+		prev, mine[j] = o.enter(i)
 		if err == nil {
-			err = l.order.wait(ctx, prev, mine[j])
+			err = o.wait(ctx, prev, mine[j])
 			if err != nil {
 				mine[j] = nil // wait closes it after prev
 			}
