@@ -97,7 +97,7 @@ func TestLockPhaseTableWalk(t *testing.T) {
 	}()
 	for { // the Extend queues behind the renewal
 		l.mu.Lock()
-		n := len(l.queue)
+		n := l.queueLen()
 		l.mu.Unlock()
 		if n == 1 {
 			break

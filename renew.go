@@ -55,7 +55,7 @@ func (r *renewer) add(c *Client, l *Lock) {
 		return
 	}
 	r.locks = append(r.locks, l)
-	l.renewAt = len(r.locks)
+	l.renewAt = int32(len(r.locks))
 	if r.tick == nil {
 		r.arm(c)
 	}
@@ -219,19 +219,19 @@ func inOrder(ctx context.Context, ls []*Lock, i int, call func() (int64, bool, e
 		o := l.ordr.Load() // made before the round (ord)
 		prev, mine[j] = o.enter(i)
 		if err == nil {
-			err = o.wait(ctx, prev, mine[j])
+			err = o.wait(ctx, i, prev, mine[j])
 			if err != nil {
 				mine[j] = nil // wait closes it after prev
 			}
 		} else if prev != nil {
-			go func(prev <-chan struct{}, mine chan struct{}) { <-prev; close(mine) }(prev, mine[j])
+			go func(o *order, prev <-chan struct{}, mine chan struct{}) { <-prev; o.exit(i, mine) }(o, prev, mine[j])
 			mine[j] = nil
 		}
 	}
 	defer func() {
-		for _, m := range mine {
+		for j, m := range mine {
 			if m != nil {
-				close(m)
+				ls[j].ordr.Load().exit(i, m) // set once, before the round
 			}
 		}
 	}()
