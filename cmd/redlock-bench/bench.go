@@ -122,6 +122,7 @@ func benchCmd(fs *flag.FlagSet) runner {
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated `SCENARIOS` to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
+	nodeCounts := fs.String("nodes", "", "comma-separated node counts of the uncontended scenario (default 1,3,5,7,9; 1,3,5 with --quick)")
 	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
 	return func(_ []string, out, errOut io.Writer) error {
 		cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, mix: 5 * time.Second, ns: []int{1, 3, 5, 7, 9},
@@ -147,6 +148,16 @@ func benchCmd(fs *flag.FlagSet) runner {
 					return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
 				}
 				cfg.watch.locks = append(cfg.watch.locks, n)
+			}
+		}
+		if *nodeCounts != "" {
+			cfg.ns = nil
+			for _, f := range splitList(*nodeCounts) {
+				var n int
+				if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
+					return usageErr("--nodes %q: want positive counts, e.g. 1,5", *nodeCounts)
+				}
+				cfg.ns = append(cfg.ns, n)
 			}
 		}
 		if *repeat < 0 {
