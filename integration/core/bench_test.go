@@ -166,3 +166,31 @@ func BenchmarkHeldLocks(b *testing.B) {
 	b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/float64(b.N), "heap-B/lock")
 	release(ls)
 }
+
+// BenchmarkUncontendedNodes is one caller's TryLock+Release on 1 and 3
+// local nodes (BenchmarkAcquireRelease has 5), for CPU profiles of the
+// bench tool's uncontended rows. Run:
+//
+//	cd integration && go test -run '^$' -bench UncontendedNodes/1 -benchtime 5000x -cpuprofile /tmp/cpu.out ./core/
+func BenchmarkUncontendedNodes(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			nodes := harness.Start(b, n, harness.Config{})
+			c := client(b, nodes)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l, err := c.TryLock(ctx, "bench", 10*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			_ = c.Close()
+		})
+	}
+}
