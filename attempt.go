@@ -33,13 +33,13 @@ type attempt struct {
 // try sends one acquisition of r on keys to every node under a fresh
 // owner value and returns the attempt with its round's outcome at the
 // decision.
-func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, quorum.Outcome, error) {
+func (c *Client) try(ctx context.Context, r *request, keys []string) (attempt, quorum.Outcome, error) {
 	owner, err := c.newOwner()
 	if err != nil {
-		return nil, quorum.Outcome{}, err
+		return attempt{}, quorum.Outcome{}, err
 	}
 	ttl := r.ttl
-	a := &attempt{owner: owner}
+	a := attempt{owner: owner}                     // returned by value: no allocation
 	cmd, again := r.typ.command(c, r, keys, owner) // again: for nodes whose client may send it twice
 	c.prepare(ctx, ttl)
 	mark := c.rel.mark()
