@@ -114,8 +114,8 @@ type Round struct {
 	inlineB [5]bool
 	inlineC [5]bool
 	inlineT [1]tally
-	ctx     context.Context // passed to every call
-	fn      ValueCall
+	// (The round's ctx and call travel with each call's task (calls), not
+	// here: a Round on five nodes then fits the 768-byte size class.)
 }
 
 // Start sends call to every node, each on its own goroutine, and returns at
@@ -134,7 +134,7 @@ func StartValue(ctx context.Context, cfg Config, call ValueCall) *Round {
 }
 
 func start(ctx context.Context, cfg Config, call ValueCall) *Round {
-	r := &Round{ctx: ctx, fn: call}
+	r := &Round{}
 	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
 		r.votes, r.answers, r.arrived, r.off = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N], r.inlineC[:cfg.N]
@@ -147,8 +147,8 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 	}
 	r.wg.Add(cfg.N)
 	for i := 0; i < cfg.N; i++ {
-		go runCall()            // no closure to allocate: the call comes from calls
-		calls <- callTask{r, i} // never blocks for long: every task has its goroutine
+		go runCall()                       // no closure to allocate: the call comes from calls
+		calls <- callTask{r, i, ctx, call} // never blocks for long: every task has its goroutine
 	}
 	return r
 }
@@ -163,25 +163,27 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 var calls = make(chan callTask, 1024)
 
 type callTask struct {
-	r *Round
-	i int
+	r   *Round
+	i   int
+	ctx context.Context // the round's, passed to the call
+	fn  ValueCall
 }
 
 // runCall runs one round's call to one node (see calls).
 func runCall() {
 	t := <-calls
-	t.r.call(t.i)
+	t.r.call(t.ctx, t.fn, t.i)
 }
 
-// call runs on its own goroutine. (A plain go statement: errgroup would
-// add two allocations per node and call, and its first-error cancel is
-// not wanted here: every node must get the request.)
-func (r *Round) call(i int) {
+// call runs on the goroutine start spawned for it (see calls). (Not
+// errgroup: it would add two allocations per node and call, and its
+// first-error cancel is not wanted here: every node must get the request.)
+func (r *Round) call(ctx context.Context, fn ValueCall, i int) {
 	defer r.wg.Done()
 	if r.cfg.Track != nil {
 		defer r.cfg.Track.Done()
 	}
-	val, ok, err := r.fn(r.ctx, i)
+	val, ok, err := fn(ctx, i)
 	r.record(i, val, ok, err)
 }
 

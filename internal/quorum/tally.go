@@ -57,8 +57,8 @@ type core struct {
 	mu      sync.Mutex
 	off     []bool  // per node: its yes does not count (Config.Counts)
 	tallies []tally // per question
-	open    int     // tallies not decided
-	running int     // calls that have not returned
+	open    int32   // tallies not decided
+	running int32   // calls that have not returned
 	decided bool
 	// done is closed at the decision. A batch makes it before init; a
 	// Round only when a Wait needs it (most waits need none: see Wait).
@@ -81,7 +81,7 @@ func (c *core) init(cfg Config, tallies []tally) {
 			c.off[i] = true
 		}
 	}
-	c.open = len(tallies)
+	c.open = int32(len(tallies))
 	for j := range tallies {
 		tallies[j] = tally{need: int32(cfg.Need), left: left}
 		if tallies[j].check() {
@@ -89,7 +89,7 @@ func (c *core) init(cfg Config, tallies []tally) {
 		}
 	}
 	c.start = cfg.Now()
-	c.running = cfg.N
+	c.running = int32(cfg.N)
 	c.settle()
 }
 
