@@ -115,7 +115,8 @@ type Round struct {
 	inlineC [5]bool
 	inlineT [1]tally
 	// (The round's ctx and call travel with each call's task (calls), not
-	// here: a Round on five nodes then fits the 768-byte size class.)
+	// here: a Round on five nodes then fits the 768-byte size class, with
+	// the runtime's 8-byte header: keep it at most 760 bytes.)
 }
 
 // Start sends call to every node, each on its own goroutine, and returns at
