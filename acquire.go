@@ -41,7 +41,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if ctx == nil {
 		return nil, invalid("nil context")
 	}
-	r := request{ttl: ttl, retry: retry, o: c.o.callOptions}
+	r := &request{ttl: ttl, retry: retry, o: c.o.callOptions} // one per call: every attempt shares it
 	for _, opt := range opts {
 		if opt == nil {
 			return nil, invalid("nil option")
@@ -59,7 +59,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	if r.typ, err = pickType(&r.o, keys, c.o.fencing); err != nil {
 		return nil, err
 	}
-	if err := r.typ.check(c, &r); err != nil {
+	if err := r.typ.check(c, r); err != nil {
 		return nil, err
 	}
 	if p := LockFrom(ctx); p != nil && p.c == c {
@@ -87,9 +87,9 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 // acquireEntered is acquire once the call entered the Client: it returns
 // the acquisition's event (Lock or error), reported by acquire once the
 // call has left, so that an observer may call anything, Close included.
-func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
+func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 	if err := ctx.Err(); err != nil { // no traffic for a call that is already over
-		return c.failed(r, 0, result{cause: err})
+		return c.failed(*r, 0, result{cause: err})
 	}
 	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r, r.queue())
@@ -102,11 +102,11 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 		case res.lock != nil:
 			return res.ev
 		case !r.retry || n == r.o.maxAttempts || res.cause != nil:
-			return c.failed(r, n, res)
+			return c.failed(*r, n, res)
 		}
-		c.warnDown(ctx, &r, n, res)
+		c.warnDown(ctx, r, n, res)
 		if res.cause = c.sleep(ctx, c.backoff(&r.o, n)); res.cause != nil {
-			return c.failed(r, n, res)
+			return c.failed(*r, n, res)
 		}
 	}
 }
@@ -119,7 +119,7 @@ func (c *Client) acquireEntered(ctx context.Context, r request) outcome {
 //
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
-func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcome) {
+func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outcome) {
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
@@ -133,11 +133,11 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		case res.lock != nil:
 			return res.ev
 		case n == r.o.maxAttempts || res.cause != nil:
-			return c.failed(r, n, res)
+			return c.failed(*r, n, res)
 		}
 		idle, d = 1, c.backoff(&r.o, 1)
 	}
-	t, leave, err := r.typ.queue(ctx, c, &r)
+	t, leave, err := r.typ.queue(ctx, c, r)
 	if err != nil {
 		return outcome{op: opAcquire, keys: r.keys, begin: r.begin, attempts: 1, err: err}
 	}
@@ -147,18 +147,18 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 		woken, err := t.Wait(ctx, d)
 		if v := t.Take(); v != nil {
 			t.LeaveHolding()
-			return c.taken(r, n, v.(*Lock))
+			return c.taken(*r, n, v.(*Lock))
 		}
 		if err != nil {
 			if errors.Is(err, handoff.ErrClosed) {
 				err = ErrClosed
 			}
 			res.cause = err
-			return c.failed(r, n, res)
+			return c.failed(*r, n, res)
 		}
 		if y := c.raceDelay(queue, r.typ); y > 0 {
 			if res.cause = c.sleep(ctx, y); res.cause != nil {
-				return c.failed(r, n, res)
+				return c.failed(*r, n, res)
 			}
 		}
 		n++
@@ -175,9 +175,9 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 			return res.ev
 		}
 		if n == r.o.maxAttempts || res.cause != nil {
-			return c.failed(r, n, res)
+			return c.failed(*r, n, res)
 		}
-		c.warnDown(ctx, &r, n, res)
+		c.warnDown(ctx, r, n, res)
 		if idle++; woken {
 			idle = 1 // a release was seen: start the backoff over
 		}
@@ -187,22 +187,23 @@ func (c *Client) queued(ctx context.Context, r request, queue string) (ev outcom
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
 // else the failed round, undone.
-func (c *Client) attemptN(ctx context.Context, r request, n int) (result, error) {
-	return r.typ.attempt(ctx, c, &r, n)
+func (c *Client) attemptN(ctx context.Context, r *request, n int) (result, error) {
+	return r.typ.attempt(ctx, c, r, n)
 }
 
 // attemptKeys makes attempt n of r on keys.
 func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n int) (result, error) {
-	a, out, err := c.try(ctx, r, keys)
+	at, out, err := c.try(ctx, r, keys)
 	if err != nil {
 		return result{}, err
 	}
+	a := &at // stays on the stack: nothing keeps it past this call
 	res := result{owner: a.owner, out: out, cause: out.Err}
 	if res.cause == nil && !out.Reached {
 		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
 	if out.Reached && res.cause == nil {
-		a.token, res.out = r.typ.won(ctx, c, r, keys, a, out)
+		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)
 	}
 	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {

@@ -33,13 +33,13 @@ type attempt struct {
 // try sends one acquisition of r on keys to every node under a fresh
 // owner value and returns the attempt with its round's outcome at the
 // decision.
-func (c *Client) try(ctx context.Context, r *request, keys []string) (*attempt, quorum.Outcome, error) {
+func (c *Client) try(ctx context.Context, r *request, keys []string) (attempt, quorum.Outcome, error) {
 	owner, err := c.newOwner()
 	if err != nil {
-		return nil, quorum.Outcome{}, err
+		return attempt{}, quorum.Outcome{}, err
 	}
 	ttl := r.ttl
-	a := &attempt{owner: owner}
+	a := attempt{owner: owner}                     // returned by value: no allocation
 	cmd, again := r.typ.command(c, r, keys, owner) // again: for nodes whose client may send it twice
 	c.prepare(ctx, ttl)
 	mark := c.rel.mark()
@@ -72,27 +72,32 @@ type answers struct {
 	round atomic.Pointer[quorum.Round] // nil once every node answered
 	may   atomic.Uint64                // nodes that may hold the value; final once round is nil
 
-	mu   sync.Mutex // guards acc and left, written by the round's Then callbacks
+	c    *Client
+	mu   sync.Mutex // guards acc and left, written by Heard
 	acc  uint64
 	left int
 }
 
 // watch returns the answers of the winning attempt a.
 func (c *Client) watch(a *attempt) *answers {
-	w := &answers{left: len(c.nodes)}
+	w := &answers{c: c, left: len(c.nodes)}
 	w.round.Store(a.round)
-	a.round.Then(func(i int, v quorum.Vote, _ bool) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if c.mayHold(i, v) {
-			w.acc |= 1 << i
-		}
-		if w.left--; w.left == 0 {
-			w.may.Store(w.acc)
-			w.round.Store(nil) // may is stored first: a reader that sees nil sees it
-		}
-	})
+	a.round.ThenTo(w) // w itself listens: no closure
 	return w
+}
+
+// Heard takes node i's final answer v to the winning attempt (the round's
+// Then callback).
+func (w *answers) Heard(i int, v quorum.Vote, _ bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.c.mayHold(i, v) {
+		w.acc |= 1 << i
+	}
+	if w.left--; w.left == 0 {
+		w.may.Store(w.acc)
+		w.round.Store(nil) // may is stored first: a reader that sees nil sees it
+	}
 }
 
 // mayHold reports whether node i may hold the attempt's owner value,
@@ -167,10 +172,9 @@ func (c *Client) newOwner() (string, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", fmt.Errorf("redlock: owner value: %w", err)
 	}
-	v := make([]byte, len(c.prefix)+base64.RawURLEncoding.EncodedLen(len(b)))
-	copy(v, c.prefix)
-	base64.RawURLEncoding.Encode(v[len(c.prefix):], b[:])
-	return string(v), nil
+	var v [22]byte // base64.RawURLEncoding.EncodedLen(16)
+	base64.RawURLEncoding.Encode(v[:], b[:])
+	return c.prefix + string(v[:]), nil // one allocation: the concatenation
 }
 
 // mayHold reports whether node i, which answered v, may hold an attempt's

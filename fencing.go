@@ -78,8 +78,8 @@ func (fenced) command(_ *Client, r *request, keys []string, owner string) (cmd, 
 	return cmd, cmd
 }
 
-func (fenced) won(ctx context.Context, c *Client, r *request, keys []string, a *attempt, out quorum.Outcome) (int64, quorum.Outcome) {
-	return c.fence(ctx, keys, r.ttl, a, out)
+func (fenced) won(ctx context.Context, c *Client, r *request, keys []string, owner string, out quorum.Outcome) (int64, quorum.Outcome) {
+	return c.fence(ctx, keys, r.ttl, owner, out)
 }
 
 func (fenced) runs() bool { return false }
@@ -92,12 +92,12 @@ func fenceKeys(keys []string) []string {
 	return f
 }
 
-// fence makes the token of fenced attempt a, whose round reached a quorum
+// fence makes the token of the fenced attempt of owner, whose round reached a quorum
 // (out): the highest candidate among the counted yes votes. Counted yes
 // nodes that returned less are raised to it until a quorum holds it. It
 // returns the token, or 0 and the outcome to report when no quorum could
 // be made to hold it (the attempt then fails and is undone).
-func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a *attempt, out quorum.Outcome) (int64, quorum.Outcome) {
+func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, owner string, out quorum.Outcome) (int64, quorum.Outcome) {
 	var top int64
 	for _, v := range out.Votes {
 		if v.OK && !v.Discounted && v.Value > top {
@@ -117,7 +117,7 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, a 
 	if held >= c.need {
 		return top, out
 	}
-	raise := node.RaiseFence(keys, fenceKeys(keys), a.owner, top, fenceTTL(ttl))
+	raise := node.RaiseFence(keys, fenceKeys(keys), owner, top, fenceTTL(ttl))
 	r := c.round(ctx, opAcquire, ttl, c.need-held, func(ctx context.Context, i int) (int64, bool, error) {
 		if low&(1<<i) == 0 {
 			return 0, false, errNotSent

@@ -23,7 +23,7 @@ import (
 // single key of a type passed in runs, fewer than WithLocalHandoff passes
 // in a row, and a waiter queued.
 func (c *Client) mayHandOn(l *Lock) bool {
-	return c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
+	return c.hub != nil && len(l.keys) == 1 && int(l.passes) < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
 }
 
 // handOn offers next, the successor of l, to the head of l's local queue
@@ -41,7 +41,7 @@ func (c *Client) handOn(l, next *Lock) bool {
 // notification like everyone else, and lets those that waited longer go
 // first (see rivals).
 func (c *Client) released(l *Lock) {
-	if c.hub != nil && len(l.keys) == 1 && l.passes < c.o.localHandoff {
+	if c.hub != nil && len(l.keys) == 1 && int(l.passes) < c.o.localHandoff {
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	}
 }
@@ -66,8 +66,11 @@ func (l *Lock) fits(v any) bool {
 // returns its event: an acquisition after n attempts of that waiter.
 func (c *Client) taken(r request, n int, l *Lock) outcome {
 	left := l.startPassed(r.o.maxHold)
+	l.mu.Lock() // a renewal started by startPassed may set them
+	votes := l.roundVotes()
+	l.mu.Unlock()
 	return outcome{op: opAcquire, keys: l.keys, owner: l.owner, lock: l, begin: r.begin, attempts: n,
-		round: quorum.Outcome{Votes: l.votes}, left: left, passed: true}
+		round: quorum.Outcome{Votes: votes}, left: left, passed: true}
 }
 
 // releaseUntaken releases, in the background, a Lock that was handed on

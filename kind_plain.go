@@ -33,7 +33,7 @@ func (plain) command(c *Client, r *request, keys []string, owner string) (cmd, a
 	return cmd, cmd
 }
 
-func (plain) won(_ context.Context, _ *Client, _ *request, _ []string, _ *attempt, out quorum.Outcome) (int64, quorum.Outcome) {
+func (plain) won(_ context.Context, _ *Client, _ *request, _ []string, _ string, out quorum.Outcome) (int64, quorum.Outcome) {
 	return 0, out
 }
 

@@ -64,7 +64,7 @@ type lockType interface {
 	command(c *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd)
 	// won turns a round that reached its quorum into the lock's fencing
 	// token (0 without), or into the outcome of a failure.
-	won(ctx context.Context, c *Client, r *request, keys []string, a *attempt, out quorum.Outcome) (int64, quorum.Outcome)
+	won(ctx context.Context, c *Client, r *request, keys []string, owner string, out quorum.Outcome) (int64, quorum.Outcome)
 	// refused returns why a round that did not win must not be retried
 	// (a key of another type), or nil: the lock was held, or nodes failed.
 	refused(out quorum.Outcome) error

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redlock-go/redlock/clock"
@@ -34,41 +35,79 @@ import (
 // after the Lock and the Client are let go, so they may call anything on
 // either.
 type Lock struct {
+	// (Fields are laid out so that a Lock fits the 512-byte size class:
+	// small ones packed together, rare ones in more.)
 	c        *Client
 	keys     []string
 	owner    string
 	token    int64         // fencing token (WithFencing), else 0
 	won      *answers      // what the nodes answered the winning attempt, for Release
 	acquired time.Time     // start of the winning attempt
-	watchdog bool          // renewed in the background (see Watchdog)
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
-	passes   int           // times the hold was passed on inside this Client in a row (see handOn)
-	order    *order        // the hold's extension calls, in order per node; shared with successors
-	typ      lockType      // the lock's type (kinds.go)
-	name     string        // the key the call asked for (a semaphore's name; else keys[0])
-	hold     string        // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
+	// ordr keeps the hold's extension calls in order per node (see ord);
+	// shared with successors. Made by the first extension: most locks are
+	// never extended, and a held one then costs two allocations less.
+	ordr     atomic.Pointer[order]
+	typ      lockType // the lock's type (kinds.go)
+	name     string   // the key the call asked for (a semaphore's name; else keys[0])
+	hold     string   // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
+	passes   int32    // times the hold was passed on inside this Client in a row (see handOn)
+	watchdog bool     // renewed in the background (see Watchdog)
 
 	mu sync.Mutex
 	// phase is where the Lock is in its life (package lockstate has the
 	// table); it changes only through to.
 	phase     lockstate.Phase
+	confirmed bool  // the last round (acquisition or extension) reached the quorum
+	released  bool  // Release was called
+	renewAt   int32 // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
 	ttl       time.Duration
-	deadline  time.Time      // end of validity on the client's monotonic clock
-	confirmed bool           // the last round (acquisition or extension) reached the quorum
-	votes     []quorum.Vote  // of the acquisition or last extension; a copy (see setVotes)
-	votesA    [5]quorum.Vote // backing of votes up to 5 nodes
-	ended     error          // why the Lock ended; nil until phase passed or ended
-	released  bool           // Release was called
-	done      chan struct{}  // made on demand, closed when the Lock ends
+	deadline  time.Time     // end of validity on the client's monotonic clock
+	votes     []heldVote    // of the acquisition or last extension; a copy (see setVotes)
+	votesA    [5]heldVote   // backing of votes up to 5 nodes
+	ended     error         // why the Lock ended; nil until phase passed or ended
+	done      chan struct{} // made on demand, closed when the Lock ends
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
-	bound     []context.CancelCauseFunc // of the contexts bind made: cancelled as the Lock ends
-	expiry    func() bool               // stops the timer that ends the Lock at its deadline; nil if none
-	expiryAt  time.Time                 // what that timer was set for
-	retry     func() bool               // stops the timer of a retried watchdog renewal; nil if none
-	queue     []*turn                   // extensions waiting for their turn, in call order
-	idle      chan struct{}             // made by Release while extending; closed when the extension settles
-	renewAt   int                       // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
+	expiry    func() bool   // stops the timer that ends the Lock at its deadline; nil if none
+	expiryAt  time.Time     // what that timer was set for
+	retry     func() bool   // stops the timer of a retried watchdog renewal; nil if none
+	idle      chan struct{} // made by Release while extending; closed when the extension settles
+	more      *lockMore     // made on first use; guarded by mu
+}
+
+// lockMore is what few Locks use: bound contexts (Run) and extensions
+// queued behind another.
+type lockMore struct {
+	bound []context.CancelCauseFunc // of the contexts bind made: cancelled as the Lock ends
+	queue []*turn                   // extensions waiting for their turn, in call order
+}
+
+// heldVote is what a Lock keeps of a node's vote: a quorum.Vote without
+// the value a fencing candidate carries (the Lock has its token), 32
+// bytes instead of 40.
+type heldVote struct {
+	Err        error
+	Latency    time.Duration
+	OK         bool
+	Done       bool
+	Discounted bool
+}
+
+// moreLocked returns l.more, making it. l.mu must be held.
+func (l *Lock) moreLocked() *lockMore {
+	if l.more == nil {
+		l.more = &lockMore{}
+	}
+	return l.more
+}
+
+// queueLen is the number of extensions queued. l.mu must be held.
+func (l *Lock) queueLen() int {
+	if l.more == nil {
+		return 0
+	}
+	return len(l.more.queue)
 }
 
 // to moves l along the phase table on event e. A transition the table
@@ -85,7 +124,7 @@ func (l *Lock) to(e lockstate.Event) {
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), order: newOrder(len(c.nodes)), acquired: a.start, watchdog: r.watchdog,
+	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
@@ -101,15 +140,49 @@ func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outco
 	return l
 }
 
+// ord returns the hold's order, making it on first use. Every extension
+// calls it before its round starts, so that a successor made once that
+// extension settled (successor) shares it with any call of it still in
+// flight.
+func (l *Lock) ord() *order {
+	if o := l.ordr.Load(); o != nil {
+		return o
+	}
+	l.ordr.CompareAndSwap(nil, newOrder(len(l.c.nodes)))
+	return l.ordr.Load()
+}
+
 // setVotes keeps a copy of a round's votes: the round's own slice would
 // keep the round, its commands and its contexts alive for as long as the
 // Lock is held. l.mu must be held, or l not yet shared.
 func (l *Lock) setVotes(v []quorum.Vote) {
 	if len(v) <= len(l.votesA) {
+		l.votes = l.votesA[:len(v)]
+	} else {
+		l.votes = make([]heldVote, len(v))
+	}
+	for i, x := range v {
+		l.votes[i] = heldVote{Err: x.Err, Latency: x.Latency, OK: x.OK, Done: x.Done, Discounted: x.Discounted}
+	}
+}
+
+// setHeldVotes is setVotes from another Lock's votes.
+func (l *Lock) setHeldVotes(v []heldVote) {
+	if len(v) <= len(l.votesA) {
 		l.votes = append(l.votesA[:0], v...)
 		return
 	}
-	l.votes = append([]quorum.Vote(nil), v...)
+	l.votes = append([]heldVote(nil), v...)
+}
+
+// roundVotes returns l's votes as a round's (for results). l.mu must be
+// held, or l not yet shared.
+func (l *Lock) roundVotes() []quorum.Vote {
+	v := make([]quorum.Vote, len(l.votes))
+	for i, x := range l.votes {
+		v[i] = quorum.Vote{Err: x.Err, Latency: x.Latency, OK: x.OK, Done: x.Done, Discounted: x.Discounted}
+	}
+	return v
 }
 
 // Key returns the (first) locked key.
@@ -201,7 +274,7 @@ func (l *Lock) Votes() []NodeResult {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.c.results(quorum.Outcome{Votes: l.votes})
+	return l.c.results(quorum.Outcome{Votes: l.roundVotes()})
 }
 
 // Done returns a channel that is closed when the Lock ends: at Release, or
@@ -261,7 +334,8 @@ func (l *Lock) bind(parent context.Context) (context.Context, context.CancelFunc
 	if l.ended != nil {
 		cancel(l.ended)
 	} else {
-		l.bound = append(l.bound, cancel)
+		m := l.moreLocked()
+		m.bound = append(m.bound, cancel)
 	}
 	return ctx, func() { cancel(context.Canceled) }
 }
@@ -351,10 +425,12 @@ func (l *Lock) endLocked(cause error) bool {
 	}
 	l.to(lockstate.End)
 	l.ended = cause
-	for _, cancel := range l.bound { // before Done closes: whoever sees the end sees them done
-		cancel(cause)
+	if l.more != nil {
+		for _, cancel := range l.more.bound { // before Done closes: whoever sees the end sees them done
+			cancel(cause)
+		}
+		l.more.bound = nil
 	}
-	l.bound = nil
 	if l.cancel != nil {
 		l.cancel(cause)
 	}
@@ -384,10 +460,13 @@ type turn struct {
 // it: they find the Lock releasing or ended and send nothing. l.mu must
 // be held.
 func (l *Lock) wakeQueue() {
-	for _, w := range l.queue {
+	if l.more == nil {
+		return
+	}
+	for _, w := range l.more.queue {
 		close(w.woken)
 	}
-	l.queue = nil
+	l.more.queue = nil
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -426,9 +505,10 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	start, evs, err := l.beginExtend(ctx, begin, ttl)
 	if err == nil {
 		cmd := node.Extend(l.keys, l.owner, ttl)
+		ord := l.ord() // before the round: see successor
 		c.prepare(ctx, ttl)
 		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			return l.order.run(ctx, i, func() (int64, bool, error) {
+			return ord.run(ctx, i, func() (int64, bool, error) {
 				// No after: an extension's yes shows the node kept our
 				// key, which a node restarted empty cannot do.
 				if _, err := c.before(ctx, i, ttl); err != nil {
@@ -459,7 +539,8 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 		mine = true
 	case lockstate.Extending:
 		w := &turn{woken: make(chan struct{})}
-		l.queue = append(l.queue, w)
+		m := l.moreLocked()
+		m.queue = append(m.queue, w)
 		l.mu.Unlock()
 		select {
 		case <-w.woken: // our turn, or the Lock is releasing or ended
@@ -534,9 +615,13 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 // leaveQueue takes w out of the queue if it is still there (ctx ended
 // its wait). l.mu must be held.
 func (l *Lock) leaveQueue(w *turn) {
-	for i, q := range l.queue {
+	if l.more == nil {
+		return
+	}
+	m := l.more
+	for i, q := range m.queue {
 		if q == w {
-			l.queue = append(l.queue[:i], l.queue[i+1:]...)
+			m.queue = append(m.queue[:i], m.queue[i+1:]...)
 			return
 		}
 	}
@@ -554,9 +639,10 @@ func (l *Lock) armExpiryIfSet() {
 // turn (the phase stays extending), or l is held again; a Release waiting
 // for it goes on. l.mu must be held.
 func (l *Lock) passTurn() {
-	if l.phase == lockstate.Extending && len(l.queue) > 0 {
-		w := l.queue[0]
-		l.queue = l.queue[1:]
+	if l.phase == lockstate.Extending && l.queueLen() > 0 {
+		m := l.more
+		w := m.queue[0]
+		m.queue = m.queue[1:]
 		w.granted = true
 		close(w.woken)
 		l.to(lockstate.HandOn)
@@ -677,9 +763,12 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // successor is a fresh Lock for the same hold, for a local waiter. l.mu
 // must be held.
 func (l *Lock) successor() *Lock {
-	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, order: l.order, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
 		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
-	n.setVotes(l.votes)
+	// Nil if l was never extended: no call of l is then in flight to keep
+	// in order (ord runs before an extension's round starts).
+	n.ordr.Store(l.ordr.Load())
+	n.setHeldVotes(l.votes)
 	return n
 }
 

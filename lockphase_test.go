@@ -42,7 +42,7 @@ func newPhaseWalk(t *testing.T) *phaseWalk {
 func (w *phaseWalk) lock(ttl time.Duration) *Lock {
 	now := w.fc.Now()
 	return &Lock{c: w.c, typ: plain{}, keys: []string{"k"}, name: "k", owner: "id:r", ttl: ttl, acquired: now,
-		deadline: now.Add(validity(ttl, 0, w.c.o.driftFactor)), confirmed: true, order: newOrder(3)}
+		deadline: now.Add(validity(ttl, 0, w.c.o.driftFactor)), confirmed: true}
 }
 
 // yes is a round that reached the quorum.
@@ -97,7 +97,7 @@ func TestLockPhaseTableWalk(t *testing.T) {
 	}()
 	for { // the Extend queues behind the renewal
 		l.mu.Lock()
-		n := len(l.queue)
+		n := l.queueLen()
 		l.mu.Unlock()
 		if n == 1 {
 			break

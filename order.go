@@ -39,10 +39,23 @@ func (o *order) enter(i int) (prev <-chan struct{}, mine chan struct{}) {
 	return prev, mine
 }
 
+// exit ends the call to node i that enter gave mine: a later call to
+// node i need not wait for it. The order forgets mine if no later call
+// came, so that a held Lock does not keep a closed channel per node.
+func (o *order) exit(i int, mine chan struct{}) {
+	o.mu.Lock()
+	if o.last[i] == mine {
+		o.last[i] = nil // nil and closed mean the same to enter
+	}
+	o.mu.Unlock()
+	close(mine)
+}
+
 // wait waits for prev (may be nil) within ctx. If ctx ends first, the
-// call must not be sent: mine is then closed after prev, so that the
-// order holds for the calls after it, and wait returns a not-sent error.
-func (o *order) wait(ctx context.Context, prev <-chan struct{}, mine chan struct{}) error {
+// call to node i must not be sent: mine is then ended after prev, so that
+// the order holds for the calls after it, and wait returns a not-sent
+// error.
+func (o *order) wait(ctx context.Context, i int, prev <-chan struct{}, mine chan struct{}) error {
 	if prev == nil {
 		return nil
 	}
@@ -50,7 +63,7 @@ func (o *order) wait(ctx context.Context, prev <-chan struct{}, mine chan struct
 	case <-prev:
 		return nil
 	case <-ctx.Done():
-		go func() { <-prev; close(mine) }()
+		go func() { <-prev; o.exit(i, mine) }()
 		return &notSentError{msg: "redlock: not sent: the previous extension's call to this node was still in flight", err: ctx.Err()}
 	}
 }
@@ -59,9 +72,9 @@ func (o *order) wait(ctx context.Context, prev <-chan struct{}, mine chan struct
 // returned (see wait).
 func (o *order) run(ctx context.Context, i int, call func() (int64, bool, error)) (int64, bool, error) {
 	prev, mine := o.enter(i)
-	if err := o.wait(ctx, prev, mine); err != nil {
+	if err := o.wait(ctx, i, prev, mine); err != nil {
 		return 0, false, err
 	}
-	defer close(mine)
+	defer o.exit(i, mine)
 	return call()
 }

@@ -40,7 +40,7 @@ func (r *renewer) add(c *Client, l *Lock) {
 		return
 	}
 	r.locks = append(r.locks, l)
-	l.renewAt = len(r.locks)
+	l.renewAt = int32(len(r.locks))
 	if r.tick == nil {
 		r.arm(c)
 	}
@@ -150,6 +150,7 @@ func (c *Client) renewBatch(batch []*Lock) {
 		rs := make([]node.Renewal, len(ls))
 		for j, l := range ls {
 			rs[j] = node.Renewal{Keys: l.keys, Owner: l.owner, TTL: ttl}
+			l.ord() // before the round: see successor
 		}
 		outs := c.renewRound(ls, rs, ttl)
 		for j, l := range ls {
@@ -200,21 +201,22 @@ func inOrder(ctx context.Context, ls []*Lock, i int, call func() (int64, bool, e
 	var err error
 	for j, l := range ls {
 		var prev <-chan struct{}
-		prev, mine[j] = l.order.enter(i)
+		o := l.ordr.Load() // made before the round (ord)
+		prev, mine[j] = o.enter(i)
 		if err == nil {
-			err = l.order.wait(ctx, prev, mine[j])
+			err = o.wait(ctx, i, prev, mine[j])
 			if err != nil {
 				mine[j] = nil // wait closes it after prev
 			}
 		} else if prev != nil {
-			go func(prev <-chan struct{}, mine chan struct{}) { <-prev; close(mine) }(prev, mine[j])
+			go func(o *order, prev <-chan struct{}, mine chan struct{}) { <-prev; o.exit(i, mine) }(o, prev, mine[j])
 			mine[j] = nil
 		}
 	}
 	defer func() {
-		for _, m := range mine {
+		for j, m := range mine {
 			if m != nil {
-				close(m)
+				ls[j].ordr.Load().exit(i, m) // set once, before the round
 			}
 		}
 	}()

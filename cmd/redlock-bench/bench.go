@@ -105,8 +105,9 @@ type benchCfg struct {
 	scaling     time.Duration // per contender and goroutine count
 	scalingG    []int         // goroutine counts of the scaling scenario
 	ns          []int
-	procs       int // processes of the cross-process hot key
-	procWorkers int // workers in each
+	procs       int      // processes of the cross-process hot key
+	procWorkers int      // workers in each
+	procLibs    []string // the contenders of the cross-process hot key
 	watch       watchCfg
 	repeat      int
 	only        map[string]bool // scenarios to run; all when empty
@@ -125,6 +126,8 @@ func benchCmd(fs *flag.FlagSet) runner {
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated `SCENARIOS` to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
+	procLibs := fs.String("processes-libs", "", "comma-separated `LIBS` of the cross-process hot key: redlock, redlock-fair, redsync, redlock-handoff-N (WithLocalHandoff(N)) (default redlock,redlock-fair,redsync)")
+	nodeCounts := fs.String("nodes", "", "comma-separated node counts of the uncontended scenario (default 1,3,5,7,9; 1,3,5 with --quick)")
 	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
 	return func(_ []string, out, errOut io.Writer) error {
 		cfg := benchCfg{iters: 2000, block: 100, contention: 10 * time.Second, independent: 4 * time.Second, mix: 5 * time.Second, ns: []int{1, 3, 5, 7, 9},
@@ -142,6 +145,15 @@ func benchCmd(fs *flag.FlagSet) runner {
 				return usageErr("--processes %q: want PxW, e.g. 3x8", *procs)
 			}
 		}
+		cfg.procLibs = []string{"redlock", "redlock-fair", "redsync"}
+		if *procLibs != "" {
+			cfg.procLibs = splitList(*procLibs)
+			for _, l := range cfg.procLibs {
+				if !knownContender(l) {
+					return usageErr("--processes-libs: %v", unknownContender(l))
+				}
+			}
+		}
 		if *locks != "" {
 			cfg.watch.locks = nil
 			for _, f := range splitList(*locks) {
@@ -150,6 +162,16 @@ func benchCmd(fs *flag.FlagSet) runner {
 					return usageErr("--watchdog-locks %q: want positive counts, e.g. 10,1000", *locks)
 				}
 				cfg.watch.locks = append(cfg.watch.locks, n)
+			}
+		}
+		if *nodeCounts != "" {
+			cfg.ns = nil
+			for _, f := range splitList(*nodeCounts) {
+				var n int
+				if _, err := fmt.Sscanf(f, "%d", &n); err != nil || n < 1 || fmt.Sprint(n) != f {
+					return usageErr("--nodes %q: want positive counts, e.g. 1,5", *nodeCounts)
+				}
+				cfg.ns = append(cfg.ns, n)
 			}
 		}
 		if *repeat < 0 {
@@ -285,7 +307,7 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 			if cfg.runs("processes") {
 				p.step(fmt.Sprintf("hot key, %d processes x %d workers", cfg.procs, cfg.procWorkers))
 				if err := timed("processes", func() error {
-					for _, lib := range alternate([]string{"redlock", "redlock-fair", "redsync"}, r) {
+					for _, lib := range alternate(cfg.procLibs, r) {
 						s, err := processes(lib, urls, cfg.procs, cfg.procWorkers, cfg.contention, fmt.Sprintf("hotproc:%s:%d", lib, r))
 						if err != nil {
 							return fmt.Errorf("processes, %s: %w", lib, err)
@@ -373,6 +395,20 @@ func benchOnce(cfg benchCfg, r int, p *progress) (*Results, error) {
 		}
 	}
 	return res, nil
+}
+
+// procTableLibs lists the cross-process hot key's contenders in table
+// order: redlock, redlock-fair, redsync, then the others by name.
+func procTableLibs(m map[string]ProcStat) []string {
+	libs := []string{"redlock", "redlock-fair", "redsync"}
+	var more []string
+	for l := range m {
+		if !slices.Contains(libs, l) {
+			more = append(more, l)
+		}
+	}
+	sort.Strings(more)
+	return append(libs, more...)
 }
 
 // alternate returns libs in order for even runs and reversed for odd ones,
@@ -966,7 +1002,7 @@ func markdown(r *Results) string {
 		o, s := r.Processes["redlock"], r.Processes["redsync"]
 		fmt.Fprintf(&b, "\n### Hot key across processes: %d processes x %d workers, one key, 5 nodes, 1 ms critical section\n\n", o.Processes, o.Workers)
 		b.WriteString("| lib | acquisitions | per process | utilization | wait p50 | wait p99 | wait max | min:max per process | min:max per worker | fairness (Jain) | passed without a round trip | waits ended by notification / local release / previous waiter left / timer | errors |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, lib := range []string{"redlock", "redlock-fair", "redsync"} {
+		for _, lib := range procTableLibs(r.Processes) {
 			p, ok := r.Processes[lib]
 			if !ok {
 				continue

@@ -123,7 +123,7 @@ func TestBenchProcessesWatchdog(t *testing.T) {
 
 func TestBenchBadFlags(t *testing.T) {
 	for _, args := range [][]string{{"--only", "bogus"}, {"--repeat", "-1"}, {"--nope"},
-		{"--processes", "3"}, {"--processes", "0x8"}, {"--watchdog-locks", "10,x"}, {"--watchdog-locks", "0"},
+		{"--processes", "3"}, {"--processes", "0x8"}, {"--watchdog-locks", "10,x"}, {"--watchdog-locks", "0"}, {"--nodes", "0"}, {"--nodes", "1,x"}, {"--processes-libs", "redlock,bogus"}, {"--processes-libs", "redlock-handoff-x"},
 		{"worker", "--lib", "bogus", "--nodes", "redis://127.0.0.1:1"}, {"worker"}, {"extra"}} {
 		if code, _, errOut := runCmd(t, args...); code != exitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, exitUsage, errOut)

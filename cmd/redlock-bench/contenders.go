@@ -118,7 +118,34 @@ func contenderByName(lib string, urls []string) (contender, error) {
 	case "single-node":
 		return newSingle(urls[0])
 	}
-	return nil, fmt.Errorf("unknown contender %q (have redlock, redlock-fair, redsync, single-node)", lib)
+	if n, ok := handoffN(lib); ok {
+		return newOursAs(lib, urls, redlock.WithLocalHandoff(n))
+	}
+	return nil, unknownContender(lib)
+}
+
+func unknownContender(lib string) error {
+	return fmt.Errorf("unknown contender %q (have redlock, redlock-fair, redsync, single-node, redlock-handoff-N)", lib)
+}
+
+// knownContender reports whether contenderByName knows lib.
+func knownContender(lib string) bool {
+	switch lib {
+	case "redlock", "redlock-fair", "redsync", "single-node":
+		return true
+	}
+	_, ok := handoffN(lib)
+	return ok
+}
+
+// handoffN parses "redlock-handoff-N": this library with
+// WithLocalHandoff(N), to measure what the cap on local passes does.
+func handoffN(lib string) (int, bool) {
+	var n int
+	if _, err := fmt.Sscanf(lib, "redlock-handoff-%d", &n); err != nil || n < 0 || lib != fmt.Sprintf("redlock-handoff-%d", n) {
+		return 0, false
+	}
+	return n, true
 }
 
 // rsync: go-redsync v4 with its defaults (32 tries, 50-250ms retry delay,

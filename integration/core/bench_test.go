@@ -3,8 +3,11 @@ package core
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,6 +96,100 @@ func BenchmarkIndependent(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(errs.Load()), "errors")
+			_ = c.Close()
+		})
+	}
+}
+
+// BenchmarkHeldLocks measures the heap that held watchdog locks keep
+// (the bench tool's "heap per lock" at 10000 locks): b.N locks on five
+// local nodes, taken 64 at a time, then a full GC; it reports the heap
+// growth per held lock. With HELD_HEAP_PROFILE=FILE it also writes the
+// heap profile of that moment (go tool pprof -sample_index=inuse_space).
+// The acquisitions' round stragglers are waited for (Client.Close would
+// end the locks): a settle delay before the GC. Run:
+//
+//	cd integration && go test -run '^$' -bench HeldLocks -benchtime 10000x ./core/
+func BenchmarkHeldLocks(b *testing.B) {
+	nodes := harness.Start(b, 5, harness.Config{})
+	c := client(b, nodes, redlock.WithWatchdog(6*time.Second, 2*time.Second))
+	ctx := context.Background()
+	hold := func(prefix string, n int) []*redlock.Lock {
+		ls := make([]*redlock.Lock, n)
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for g := 0; g < 64; g++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+					l, err := c.Lock(ctx, fmt.Sprintf("%s:%d", prefix, i), redlock.Watchdog)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					ls[i] = l
+				}
+			}()
+		}
+		wg.Wait()
+		return ls
+	}
+	release := func(ls []*redlock.Lock) {
+		for _, l := range ls {
+			if l != nil {
+				_ = l.Release(ctx)
+			}
+		}
+	}
+	release(hold(fmt.Sprintf("warm:%d", b.N), 64)) // pools filled, scripts loaded
+	time.Sleep(200 * time.Millisecond)
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	b.ResetTimer()
+	ls := hold(fmt.Sprintf("held:%d", b.N), b.N)
+	b.StopTimer()
+	time.Sleep(200 * time.Millisecond) // late answers of the last rounds
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	if f := os.Getenv("HELD_HEAP_PROFILE"); f != "" {
+		w, err := os.Create(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(w, 0); err != nil {
+			b.Fatal(err)
+		}
+		_ = w.Close()
+	}
+	b.ReportMetric(float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc))/float64(b.N), "heap-B/lock")
+	release(ls)
+}
+
+// BenchmarkUncontendedNodes is one caller's TryLock+Release on 1 and 3
+// local nodes (BenchmarkAcquireRelease has 5), for CPU profiles of the
+// bench tool's uncontended rows. Run:
+//
+//	cd integration && go test -run '^$' -bench UncontendedNodes/1 -benchtime 5000x -cpuprofile /tmp/cpu.out ./core/
+func BenchmarkUncontendedNodes(b *testing.B) {
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			nodes := harness.Start(b, n, harness.Config{})
+			c := client(b, nodes)
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				l, err := c.TryLock(ctx, "bench", 10*time.Second)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Release(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
 			_ = c.Close()
 		})
 	}

@@ -22,6 +22,7 @@ func StartBatch(ctx context.Context, cfg Config, m int, call BatchCall) []Outcom
 	n := cfg.N
 	b := &batch{outs: make([]Outcome, m), got: make([]bool, n), ctx: ctx, fn: call}
 	b.off = make([]bool, n)
+	b.done = make(chan struct{})
 	b.init(cfg, make([]tally, m))
 	votes := make([]Vote, m*n)
 	for j := range b.outs {

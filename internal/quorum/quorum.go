@@ -44,10 +44,12 @@ var ErrPending = errors.New("no answer before the decision")
 
 // Vote is what one node answered.
 type Vote struct {
-	OK      bool          // the node said yes
+	// (The bools come last, together: 40 bytes, not 48. Rounds and Locks
+	// keep one per node.)
 	Value   int64         // what the yes carried (a ValueCall's value); 0 otherwise
 	Err     error         // the call failed (the node's state is unknown)
 	Latency time.Duration // time from the start of the round to the answer
+	OK      bool          // the node said yes
 	Done    bool          // the node answered before the decision
 	// Discounted is set on a node whose yes does not count toward Need
 	// (Config.Counts said so when the round started).
@@ -105,15 +107,16 @@ type Round struct {
 	votes   []Vote // at the decision; frozen after it
 	answers []Vote // every answer as it arrives, late ones included
 	arrived []bool // answers[i] is set
-	then    func(node int, v Vote, later bool)
+	then    Listener
 	cond    sync.Cond // broadcast on every answer; L is &mu
 	inline  [5]Vote   // backing for votes up to 5 nodes (the usual deployments), saving an allocation
 	inlineA [5]Vote
 	inlineB [5]bool
 	inlineC [5]bool
 	inlineT [1]tally
-	ctx     context.Context // passed to every call
-	fn      ValueCall
+	// (The round's ctx and call travel with each call's task (calls), not
+	// here: a Round on five nodes then fits the 768-byte size class, with
+	// the runtime's 8-byte header: keep it at most 760 bytes.)
 }
 
 // Start sends call to every node, each on its own goroutine, and returns at
@@ -132,7 +135,7 @@ func StartValue(ctx context.Context, cfg Config, call ValueCall) *Round {
 }
 
 func start(ctx context.Context, cfg Config, call ValueCall) *Round {
-	r := &Round{ctx: ctx, fn: call}
+	r := &Round{}
 	r.cond.L = &r.mu
 	if cfg.N <= len(r.inline) {
 		r.votes, r.answers, r.arrived, r.off = r.inline[:cfg.N], r.inlineA[:cfg.N], r.inlineB[:cfg.N], r.inlineC[:cfg.N]
@@ -145,20 +148,43 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 	}
 	r.wg.Add(cfg.N)
 	for i := 0; i < cfg.N; i++ {
-		go r.call(i) // ctx and call live in r: a smaller closure per goroutine
+		go runCall()                       // no closure to allocate: the call comes from calls
+		calls <- callTask{r, i, ctx, call} // never blocks for long: every task has its goroutine
 	}
 	return r
 }
 
-// call runs on its own goroutine. (A plain go statement: errgroup would
-// add two allocations per node and call, and its first-error cancel is
-// not wanted here: every node must get the request.)
-func (r *Round) call(i int) {
+// calls hands each call of a round to a goroutine that start spawned for
+// it. A go statement with arguments (go r.call(i)) allocates a closure per
+// goroutine, five per round on five nodes; one without any does not. Each
+// spawned goroutine takes exactly one task, whichever round it is from, so
+// every task has a goroutine and a goroutine lives exactly as long as its
+// call, as before. Spawned before its task is sent: a full buffer only
+// waits for goroutines that exist.
+var calls = make(chan callTask, 1024)
+
+type callTask struct {
+	r   *Round
+	i   int
+	ctx context.Context // the round's, passed to the call
+	fn  ValueCall
+}
+
+// runCall runs one round's call to one node (see calls).
+func runCall() {
+	t := <-calls
+	t.r.call(t.ctx, t.fn, t.i)
+}
+
+// call runs on the goroutine start spawned for it (see calls). (Not
+// errgroup: it would add two allocations per node and call, and its
+// first-error cancel is not wanted here: every node must get the request.)
+func (r *Round) call(ctx context.Context, fn ValueCall, i int) {
 	defer r.wg.Done()
 	if r.cfg.Track != nil {
 		defer r.cfg.Track.Done()
 	}
-	val, ok, err := r.fn(r.ctx, i)
+	val, ok, err := fn(ctx, i)
 	r.record(i, val, ok, err)
 }
 
@@ -186,19 +212,35 @@ func (r *Round) record(i int, val int64, ok bool, err error) {
 		r.cfg.Observe(i, v)
 	}
 	if then != nil {
-		then(i, v, true)
+		then.Heard(i, v, true)
 	}
 }
+
+// Listener receives every node's final answer of a round (see ThenTo).
+type Listener interface {
+	Heard(node int, v Vote, later bool)
+}
+
+// thenFunc is a Then callback as a Listener (a func value fits in an
+// interface without an allocation).
+type thenFunc func(node int, v Vote, later bool)
+
+func (f thenFunc) Heard(node int, v Vote, later bool) { f(node, v, later) }
 
 // Then calls fn once with every node's final answer: at once, on the
 // caller's goroutine and with later false, for the nodes that have
 // answered; for each other node when its call returns, on that call's
 // goroutine and with later true (possibly before Then has returned). It
 // must be called at most once per round.
-func (r *Round) Then(fn func(node int, v Vote, later bool)) {
+func (r *Round) Then(fn func(node int, v Vote, later bool)) { r.ThenTo(thenFunc(fn)) }
+
+// ThenTo is Then with a Listener: a pointer that implements it needs no
+// closure.
+func (r *Round) ThenTo(fn Listener) {
 	r.mu.Lock()
 	r.then = fn
-	var now []int
+	var buf [8]int
+	now := buf[:0]
 	for i, ok := range r.arrived {
 		if ok {
 			now = append(now, i)
@@ -207,7 +249,7 @@ func (r *Round) Then(fn func(node int, v Vote, later bool)) {
 	answers := r.answers
 	r.mu.Unlock()
 	for _, i := range now {
-		fn(i, answers[i], false) // answers[i] does not change once arrived
+		fn.Heard(i, answers[i], false) // answers[i] does not change once arrived
 	}
 }
 
@@ -228,17 +270,33 @@ func (r *Round) Answer(node int) Vote {
 // ErrPending.
 func (r *Round) Wait(ctx context.Context) Outcome {
 	var ctxErr error
-	select {
-	case <-r.done:
-	case <-ctx.Done():
-		ctxErr = ctx.Err()
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	switch {
+	case r.decided:
+	case ctx.Done() == nil: // cannot end: every answer broadcasts (record)
+		for !r.decided {
+			r.cond.Wait()
+		}
+	default: // the done channel is made only for a wait that may end first
+		if r.done == nil {
+			r.done = make(chan struct{})
+		}
+		done := r.done
+		r.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			ctxErr = ctx.Err()
+		}
+		r.mu.Lock()
+	}
 	t := &r.tallies[0]
 	if !r.decided {
 		r.decided = true
-		close(r.done)
+		if r.done != nil {
+			close(r.done)
+		}
 	} else if t.yes >= t.need {
 		ctxErr = nil
 	} else {

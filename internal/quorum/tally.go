@@ -1,19 +1,26 @@
 package quorum
 
 import (
+	"fmt"
+	"math"
 	"sync"
 	"time"
 )
 
 // tally counts the votes on one question put to every node (a round's
 // command, or one item of a batch) and decides it: once yes reaches need,
-// or once too few countable nodes are left to reach it. (int32 keeps a
-// Round, which holds one, within its allocation size class.)
+// or once too few countable nodes are left to reach it. (int16, which
+// holds every node count a round takes (maxNodes), keeps a Round on five
+// nodes, which holds one, in the 768-byte size class with the 8-byte
+// header that the runtime puts before objects over 512 bytes.)
 type tally struct {
-	need, yes, no, failed int32
-	left                  int32 // countable nodes that have not answered
+	need, yes, no, failed int16
+	left                  int16 // countable nodes that have not answered
 	decided               bool
 }
+
+// maxNodes is the most nodes a round or batch takes (tally's counters).
+const maxNodes = math.MaxInt16
 
 // add counts v (a discounted yes counts for nothing, a discounted node
 // was never left) and reports whether v decided the tally.
@@ -57,10 +64,12 @@ type core struct {
 	mu      sync.Mutex
 	off     []bool  // per node: its yes does not count (Config.Counts)
 	tallies []tally // per question
-	open    int     // tallies not decided
-	running int     // calls that have not returned
+	open    int32   // tallies not decided
+	running int32   // calls that have not returned
 	decided bool
-	done    chan struct{} // closed at the decision
+	// done is closed at the decision. A batch makes it before init; a
+	// Round only when a Wait needs it (most waits need none: see Wait).
+	done chan struct{}
 }
 
 // init sets c up for cfg over tallies, with c.off of length cfg.N; it
@@ -70,8 +79,11 @@ func (c *core) init(cfg Config, tallies []tally) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	c.cfg, c.tallies, c.done = cfg, tallies, make(chan struct{})
-	var left int32
+	if cfg.N > maxNodes || cfg.Need > maxNodes {
+		panic(fmt.Sprintf("quorum: %d nodes, at most %d", cfg.N, maxNodes))
+	}
+	c.cfg, c.tallies = cfg, tallies
+	var left int16
 	for i := range c.off {
 		if cfg.Counts == nil || cfg.Counts(i) {
 			left++
@@ -79,15 +91,15 @@ func (c *core) init(cfg Config, tallies []tally) {
 			c.off[i] = true
 		}
 	}
-	c.open = len(tallies)
+	c.open = int32(len(tallies))
 	for j := range tallies {
-		tallies[j] = tally{need: int32(cfg.Need), left: left}
+		tallies[j] = tally{need: int16(cfg.Need), left: left}
 		if tallies[j].check() {
 			c.open--
 		}
 	}
 	c.start = cfg.Now()
-	c.running = cfg.N
+	c.running = int32(cfg.N)
 	c.settle()
 }
 
@@ -104,7 +116,9 @@ func (c *core) count(j int, v Vote) {
 func (c *core) settle() {
 	if !c.decided && c.open == 0 {
 		c.decided = true
-		close(c.done)
+		if c.done != nil {
+			close(c.done)
+		}
 	}
 }
 
