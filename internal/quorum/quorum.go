@@ -148,35 +148,12 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 	}
 	r.wg.Add(cfg.N)
 	for i := 0; i < cfg.N; i++ {
-		go runCall()                       // no closure to allocate: the call comes from calls
-		calls <- callTask{r, i, ctx, call} // never blocks for long: every task has its goroutine
+		go r.call(ctx, call, i)
 	}
 	return r
 }
 
-// calls hands each call of a round to a goroutine that start spawned for
-// it. A go statement with arguments (go r.call(i)) allocates a closure per
-// goroutine, five per round on five nodes; one without any does not. Each
-// spawned goroutine takes exactly one task, whichever round it is from, so
-// every task has a goroutine and a goroutine lives exactly as long as its
-// call, as before. Spawned before its task is sent: a full buffer only
-// waits for goroutines that exist.
-var calls = make(chan callTask, 1024)
-
-type callTask struct {
-	r   *Round
-	i   int
-	ctx context.Context // the round's, passed to the call
-	fn  ValueCall
-}
-
-// runCall runs one round's call to one node (see calls).
-func runCall() {
-	t := <-calls
-	t.r.call(t.ctx, t.fn, t.i)
-}
-
-// call runs on the goroutine start spawned for it (see calls). (Not
+// call runs one round's call to one node, on a goroutine of its own. (Not
 // errgroup: it would add two allocations per node and call, and its
 // first-error cancel is not wanted here: every node must get the request.)
 func (r *Round) call(ctx context.Context, fn ValueCall, i int) {
