@@ -27,14 +27,7 @@ import (
 //	cd integration && RESTART_AVAIL_DURATION=15s go test -run TestDurableAvailability -v -count=1 ./chaos/
 func TestDurableAvailability(t *testing.T) {
 	cfg := harness.DurableConfig(t)
-	dur := 5 * time.Second
-	if s := os.Getenv("RESTART_AVAIL_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dur = d
-	}
+	dur := availDuration(t)
 	table := "| faults | contender | holds | vs no faults | overlaps |\n|---|---|---|---|---|\n"
 	var base int
 	for _, r := range []struct{ faults, contender string }{

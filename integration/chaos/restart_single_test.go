@@ -33,14 +33,7 @@ import (
 //
 //	cd integration && RESTART_AVAIL_DURATION=15s go test -run TestRestartAvailability -v -count=1 ./chaos/
 func TestRestartAvailability(t *testing.T) {
-	dur := 5 * time.Second
-	if s := os.Getenv("RESTART_AVAIL_DURATION"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		dur = d
-	}
+	dur := availDuration(t)
 	type run struct {
 		name, contender, faults string
 	}
@@ -72,6 +65,20 @@ func TestRestartAvailability(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// availDuration is each availability run's length: RESTART_AVAIL_DURATION,
+// default 5 s.
+func availDuration(t *testing.T) time.Duration {
+	s := os.Getenv("RESTART_AVAIL_DURATION")
+	if s == "" {
+		return 5 * time.Second
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // hold is one holder's interval on this process's monotonic clock.
