@@ -81,15 +81,26 @@ func confirmed(w *redis.Cmd, t time.Duration) error {
 }
 
 // pair sends cmd and a WAITAOF behind it in one pipeline, and returns
-// WAITAOF's verdict. cmd keeps its own reply: an error reply to WAITAOF
-// that go-redis copies onto a command that succeeded is taken back off.
+// WAITAOF's verdict (see confirmedPipeline).
 func (n *Node) pair(ctx context.Context, cmd *redis.Cmd) error {
+	return n.confirmedPipeline(ctx, []*redis.Cmd{cmd})
+}
+
+// confirmedPipeline sends cmds and one WAITAOF behind them in one
+// pipeline, and returns WAITAOF's verdict, which covers them all. Each
+// command keeps its own reply: an error reply to WAITAOF that go-redis
+// copies onto a command that succeeded is taken back off.
+func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
 	w, t := waitAOF(ctx)
 	p := n.client.Pipeline()
-	_ = p.Process(ctx, cmd)
+	for _, c := range cmds {
+		_ = p.Process(ctx, c)
+	}
 	_ = p.Process(ctx, w)
 	_, _ = p.Exec(ctx)
-	ownReply(cmd, w)
+	for _, c := range cmds {
+		ownReply(c, w)
+	}
 	return confirmed(w, t)
 }
 

@@ -163,29 +163,23 @@ func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, verb, scrip
 // and returns the first error and, on a Durable node, WAITAOF's verdict
 // (the pipeline ends with one; it confirms the chunks before it).
 func (n *Node) pipeline(ctx context.Context, chunks []chunk) (first, durable error) {
-	if len(chunks) == 1 && !n.aof {
-		return n.client.Process(ctx, chunks[0].cmd), nil
-	}
-	var w *redis.Cmd
-	var wait time.Duration
 	if n.aof {
-		w, wait = waitAOF(ctx)
+		cmds := make([]*redis.Cmd, len(chunks))
+		for i, ch := range chunks {
+			cmds[i] = ch.cmd
+		}
+		durable = n.confirmedPipeline(ctx, cmds)
+		return firstErr(chunks), durable
+	}
+	if len(chunks) == 1 {
+		return n.client.Process(ctx, chunks[0].cmd), nil
 	}
 	p := n.client.Pipeline()
 	for _, ch := range chunks {
 		_ = p.Process(ctx, ch.cmd)
 	}
-	if w != nil {
-		_ = p.Process(ctx, w)
-	}
 	_, _ = p.Exec(ctx)
-	if w == nil {
-		return firstErr(chunks), nil
-	}
-	for _, ch := range chunks {
-		ownReply(ch.cmd, w)
-	}
-	return firstErr(chunks), confirmed(w, wait)
+	return firstErr(chunks), nil
 }
 
 // firstErr returns the first chunk's error, if any.
