@@ -107,7 +107,8 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		n.next()
 		return v, err
 	}
-	p := &pending{cmd: redis.NewCmd(ctx, c.args...), durable: n.aof && c.grants, done: make(chan struct{})}
+	args, _, want := n.wire(c)
+	p := &pending{cmd: redis.NewCmd(ctx, args...), durable: n.aof && c.grants, done: make(chan struct{})}
 	if c.late {
 		p.src = c.src
 	}
@@ -129,8 +130,11 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		}
 	}
 	v, err := reply(c, p.cmd)
-	if err != nil && c.src != "" && isNoScript(err) {
+	if err != nil && keyPos(args) == 3 && isNoScript(err) {
 		return n.direct(ctx, c) // EVALSHA again, then EVAL: rare (restart, SCRIPT FLUSH)
+	}
+	if err = n.process(want, err); err != nil {
+		return 0, err
 	}
 	if err == nil && p.durable && c.yes(v) {
 		if derr := confirmed(p.aof, p.aofWait); derr != nil {

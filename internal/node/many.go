@@ -16,6 +16,7 @@ var (
 	extendManyBody   string
 	extendManySrc    = typedLib + extendManyBody
 	extendManyScript = redis.NewScript(extendManySrc)
+	extendManyG      = guardScript(extendManySrc)
 )
 
 // ManyPerScript is how many locks one ExtendMany script call covers; a
@@ -73,20 +74,29 @@ type chunk struct {
 }
 
 func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
-	chunks := n.chunks(ctx, rs)
+	want := n.bound()
+	sha, src := extendManyScript.Hash(), extendManySrc
+	if want != "" {
+		sha, src = extendManyG.script.Hash(), extendManyG.src
+	}
+	chunks := n.chunks(ctx, rs, want, sha)
 	first, derr := n.pipeline(ctx, chunks)
 	var again []chunk // the node lost its scripts (restart, SCRIPT FLUSH): send those as EVAL
 	for i, ch := range chunks {
 		if err := ch.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			chunks[i].cmd = n.manyCmd(ctx, rs, ch.idx, "eval", extendManySrc)
+			chunks[i].cmd = n.manyCmd(ctx, rs, ch.idx, want, "eval", src)
 			again = append(again, chunks[i])
 		}
 	}
 	if len(again) > 0 {
 		first, derr = n.pipeline(ctx, again)
 	}
+	first = n.process(want, first)
 	for _, ch := range chunks {
 		res, err := ch.cmd.Int64Slice()
+		if err != nil {
+			err = n.process(want, err)
+		}
 		if err == nil && len(res) != len(ch.idx) {
 			err = errShortReply
 		}
@@ -112,7 +122,7 @@ var errShortReply = errors.New("redlock: node: script reply shorter than its bat
 // chunks splits rs into script calls of up to ManyPerScript locks; on a
 // cluster client, each call covers locks of one hash slot (a script's keys
 // must share one).
-func (n *Node) chunks(ctx context.Context, rs []Renewal) []chunk {
+func (n *Node) chunks(ctx context.Context, rs []Renewal, want, sha string) []chunk {
 	order := make([]int, len(rs))
 	for j := range order {
 		order[j] = j
@@ -133,23 +143,28 @@ func (n *Node) chunks(ctx context.Context, rs []Renewal) []chunk {
 			to++
 		}
 		idx := order[from:to]
-		out = append(out, chunk{idx, n.manyCmd(ctx, rs, idx, "evalsha", extendManyScript.Hash())})
+		out = append(out, chunk{idx, n.manyCmd(ctx, rs, idx, want, "evalsha", sha)})
 		from = to
 	}
 	return out
 }
 
-func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, verb, script string) *redis.Cmd {
+// manyCmd builds the script call for the locks rs[j], j in idx; want, if
+// not "", is the run_id of the guarded form's first argument.
+func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, want, verb, script string) *redis.Cmd {
 	nk := 0
 	for _, j := range idx {
 		nk += len(rs[j].Keys)
 	}
-	args := make([]interface{}, 0, 3+nk+3*len(idx))
+	args := make([]interface{}, 0, 4+nk+3*len(idx))
 	args = append(args, verb, script, nk)
 	for _, j := range idx {
 		for _, k := range rs[j].Keys {
 			args = append(args, k)
 		}
+	}
+	if want != "" {
+		args = append(args, want)
 	}
 	for _, j := range idx {
 		args = append(args, len(rs[j].Keys), rs[j].Owner, rs[j].TTL.Milliseconds())

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -55,6 +56,16 @@ var (
 	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
 
+// The guarded forms of the scripts that may grant or lengthen a lock (see
+// guard.go).
+var (
+	lockGuarded      = guardScript(lockSrc)
+	extendGuarded    = guardScript(extendSrc)
+	reentrantGuarded = guardScript(reentrantSrc)
+	rwGuarded        = guardScript(rwSrc)
+	fencedGuarded    = guardScript(lockFencedSrc)
+)
+
 // Node is one Redis master. It is safe for concurrent use.
 type Node struct {
 	client redis.UniversalClient
@@ -74,6 +85,10 @@ type Node struct {
 	co       coalescer
 	// aof is set by Durable: commands that grant are confirmed on disk.
 	aof bool
+	// expect is the run_id of the process n's votes are bound to, changed
+	// its watcher (see Bind).
+	expect  atomic.Pointer[string]
+	changed atomicFn
 }
 
 // Tracker counts commands in flight (a *sync.WaitGroup is one).
@@ -108,13 +123,13 @@ func (n *Node) Addr() string { return n.addr }
 // shared, read-only, by the calls to every node (and every retry). Build it
 // with Lock, LockNew, Extend or Release.
 type Cmd struct {
-	args   []interface{} // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
-	src    string        // the script's source, for EVAL after NOSCRIPT; "" for SET NX
-	keyPos int           // position of the first key in args
-	want   int64         // script reply that means yes; valued: any reply > 0
-	valued bool          // the reply is a value (a fencing candidate), yes when > 0
-	late   bool          // sent even after its caller left (releases: see Node.Coalesce)
-	grants bool          // may grant or lengthen a lock: confirmed on disk on a Durable node
+	args   []interface{}  // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
+	src    string         // the script's source, for EVAL after NOSCRIPT; "" for SET NX
+	want   int64          // script reply that means yes; valued: any reply > 0
+	valued bool           // the reply is a value (a fencing candidate), yes when > 0
+	late   bool           // sent even after its caller left (releases: see Node.Coalesce)
+	grants bool           // may grant or lengthen a lock: confirmed on disk on a Durable node
+	g      *guardedScript // its guarded form, sent while the node is bound (see Bind); nil: never guarded
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -124,13 +139,19 @@ func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...i
 		args = append(args, k)
 	}
 	args = append(args, argv...)
-	return &Cmd{args: args, src: src, keyPos: 3, want: want, grants: true}
+	return &Cmd{args: args, src: src, want: want, grants: true}
 }
 
 // Lock sets keys to value with ttl if each is free or already holds value
 // (then only its TTL is reset), all or nothing.
 func Lock(keys []string, value string, ttl time.Duration) *Cmd {
-	return scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds())
+	return guarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded)
+}
+
+// guarded gives c the guarded form g, sent while the node is bound.
+func guarded(c *Cmd, g *guardedScript) *Cmd {
+	c.g = g
+	return c
 }
 
 // LockNew is Lock for an owner value that no node can hold yet (redlock
@@ -141,7 +162,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
 	}
-	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, keyPos: 1, want: 1, grants: true}
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, want: 1, grants: true, g: lockGuarded}
 }
 
 // LockFenced is Lock that also raises this node's fence registers of keys
@@ -153,7 +174,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 func LockFenced(keys, fences []string, value string, ttl, keep time.Duration) *Cmd {
 	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds(), keep.Milliseconds())
 	c.valued = true
-	return c
+	return guarded(c, fencedGuarded)
 }
 
 // RaiseFence raises the fence registers of keys (fences[i] is the register
@@ -168,7 +189,7 @@ func RaiseFence(keys, fences []string, value string, token int64, keep time.Dura
 // Extend resets the TTL of keys to ttl if they all still hold value. It
 // never creates a key.
 func Extend(keys []string, value string, ttl time.Duration) *Cmd {
-	return scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds())
+	return guarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded)
 }
 
 // Release deletes the keys that still hold value; it says yes if all of
@@ -199,7 +220,7 @@ func ReleaseAnnouncing(key, value, as string) *Cmd {
 // of the hold named hold, which must still have a live entry there. A key
 // of another type gets an error reply starting with REDLOCKTYPE.
 func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
-	return scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold)
+	return guarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded)
 }
 
 // ReadLock acquires a reader's share of a read-write lock (rw_lock.lua) on
@@ -207,14 +228,14 @@ func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
 // writer's intent is live. A key of another type gets an error reply
 // starting with REDLOCKTYPE.
 func ReadLock(key, value string, ttl time.Duration) *Cmd {
-	return scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read")
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded)
 }
 
 // WriteLock acquires the writer's hold of a read-write lock (rw_lock.lua)
 // on key for value with ttl: granted where nobody holds it. Refused, it
 // keeps new readers out for intent (renewed by each refused attempt).
 func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
-	return scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds())
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded)
 }
 
 // IsWrongType reports a node's refusal of a typed lock on a key of
@@ -261,11 +282,12 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 // do returns the node's reply: the script's integer, or for SET NX 1 (OK)
 // or 0 (nil).
 func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
-	v, err := n.run(ctx, c, c.args)
-	if err != nil && c.src != "" && isNoScript(err) {
-		v, err = n.run(ctx, c, append([]interface{}{"eval", c.src}, c.args[2:]...))
+	args, src, want := n.wire(c)
+	v, err := n.run(ctx, c, args)
+	if err != nil && src != "" && isNoScript(err) {
+		v, err = n.run(ctx, c, append([]interface{}{"eval", src}, args[2:]...))
 	}
-	return v, err
+	return v, n.process(want, err)
 }
 
 // run sends c as args (EVALSHA, or EVAL after NOSCRIPT) and returns the
@@ -273,7 +295,7 @@ func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
 // only with WAITAOF's confirmation behind it.
 func (n *Node) run(ctx context.Context, c *Cmd, args []interface{}) (int64, error) {
 	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(int8(c.keyPos))
+	cmd.SetFirstKeyPos(int8(keyPos(args)))
 	if !n.aof || !c.grants {
 		_ = n.client.Process(ctx, cmd)
 		return reply(c, cmd)
@@ -294,10 +316,19 @@ func (c *Cmd) yes(v int64) bool {
 	return v == c.want
 }
 
+// keyPos returns the position of the first key in args as sent: after
+// EVALSHA/EVAL's script and key count, else (SET) right after the verb.
+func keyPos(args []interface{}) int {
+	if v, _ := args[0].(string); v == "evalsha" || v == "eval" {
+		return 3
+	}
+	return 1
+}
+
 // reply reads the node's reply to c from cmd: the script's integer, or for
 // SET NX 1 (OK) or 0 (nil).
 func reply(c *Cmd, cmd *redis.Cmd) (int64, error) {
-	if c.src == "" { // SET NX: OK or nil
+	if keyPos(cmd.Args()) == 1 { // SET NX: OK or nil
 		err := cmd.Err()
 		if err == redis.Nil {
 			return 0, nil
