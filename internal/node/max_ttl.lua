@@ -9,7 +9,7 @@
 -- process (run_id) and "prev" the one "aof" named before, when it was
 -- another: found in a later process, they show that it loaded this one's
 -- append-only file, which this one had loaded from the one before.
--- KEYS[1] the register, KEYS[2] the stamp, ARGV[1] a TTL in milliseconds, ARGV[2] how long
+-- KEYS[1] the register, KEYS[2] the stamp (durable publishes only), ARGV[1] a TTL in milliseconds, ARGV[2] how long
 -- the entry must live from now, in milliseconds, ARGV[3] "d" for a durable
 -- publish, else "".
 -- Returns 1.

@@ -63,11 +63,11 @@ func TTLBucket(ttl time.Duration) time.Duration {
 // stamps the register with the node's run_id (Register.AOFRun). The node
 // says yes.
 func RaiseTTL(ttl, hold time.Duration, durable bool) *Cmd {
-	d := ""
-	if durable {
-		d = "d"
+	d, keys := "", []string{TTLRegisterKey}
+	if durable { // only a durable publish names (and needs an ACL for) the stamp
+		d, keys = "d", []string{TTLRegisterKey, AOFStampKey}
 	}
-	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, []string{TTLRegisterKey, AOFStampKey}, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
+	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, keys, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
 	c.grants = false // a later grant's confirmation covers it (the AOF is written in order)
 	return c
 }
