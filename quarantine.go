@@ -411,7 +411,10 @@ type identities struct {
 	maxTTL  atomic.Int64    // longest TTL used: part of the fallback window
 	pub     []published     // what this Client published in each node's register (see publish)
 	alias   []atomic.Bool   // ErrSameServer logged once per node
-	noInfo  []atomic.Bool   // the node refused INFO (an ACL): it cannot be identified, and counts unprotected
+	stale   []func(string)  // per node: marks it stale (node.Bind's watcher: the guard found another process)
+	// warned once per failure run (cleared on success): INFO refused, the
+	// register not written
+	infoWarned, regWarned []atomic.Bool
 }
 
 // dialHook bumps a node's dial count: a new connection may reach a server
@@ -440,13 +443,14 @@ func (c *Client) stale(i int) bool {
 	return c.q != nil && c.ids.learned[i].Load() != c.ids.gen[i].Load()+1
 }
 
-// identify learns node i's identity within ctx and feeds it to the gate,
-// and reports whether it did; a failure leaves the node stale, to be asked
-// again. A node that refuses
-// INFO (an ACL without it) cannot be identified at all: it is marked known
-// until its next redial, so that it is not asked on every call, and its
-// votes count, unprotected by the quarantine (see README).
-func (c *Client) identify(ctx context.Context, i int) bool {
+// identify learns node i's identity within ctx, feeds it to the gate and
+// binds the node's votes to that process (see node.Bind: a grant that
+// finds another process there is refused by the node itself, and marks the
+// node stale). It returns the error of a failed read, which leaves the
+// node stale, to be asked again: a node that refuses INFO (an ACL without
+// it) or names no process cannot be judged after a restart, so its votes
+// do not count (logged, see warnNode).
+func (c *Client) identify(ctx context.Context, i int) error {
 	g := c.ids.gen[i].Load()
 	id, own, err := c.nodes[i].IdentifyRegister(ctx)
 	var re *node.RegisterError
@@ -454,16 +458,18 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 		err = nil
 	}
 	if refusesInfo(err) {
-		c.ids.noInfo[i].Store(true)
-		c.ids.learned[i].Store(g + 1)
+		err = fmt.Errorf("its identity (INFO server: run_id) cannot be read, so a restart there could not be seen: grant +info (see README, ACL): %w", err)
+		c.warnNode(ctx, i, &c.ids.infoWarned[i], "redlock: the node refuses INFO: its votes do not count", err)
 	}
 	if err != nil {
-		return false
+		return err
 	}
+	c.ids.infoWarned[i].Store(false)
 	v := c.q.learn(i, id, own)
 	if v.changed { // a new process: it has none of the entries published before
 		c.ids.pub[i].reset()
 	}
+	c.nodes[i].Bind(id.RunID, c.ids.stale[i])
 	if v.suspect {
 		c.resolveLater(i, v.epoch, id.RunID, v.kept, own)
 	}
@@ -477,12 +483,26 @@ func (c *Client) identify(ctx context.Context, i int) bool {
 		c.q.stats.Aliases++
 		c.q.mu.Unlock()
 		if c.o.logger == nil {
-			return true
+			return nil
 		}
 		c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: two nodes are one server; the later one's vote does not count",
 			slog.String("client", c.id), slog.String("node", se.Addr), slog.String("same_as", se.Other), slog.String("run_id", se.RunID))
 	}
-	return true
+	return nil
+}
+
+// warnNode logs msg with node i's err at Warn, once until *once is
+// cleared (the node's next success), through the Client's logger or
+// slog.Default: a node whose votes cannot count must not fail in silence.
+func (c *Client) warnNode(ctx context.Context, i int, once *atomic.Bool, msg string, err error) {
+	if once.Swap(true) {
+		return
+	}
+	lg := c.o.logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	lg.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()), slog.String("error", err.Error()))
 }
 
 // identifyNew notes ttl (see noteTTL), then identifies, in
@@ -515,7 +535,7 @@ func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 			wg.Add(1)
 			go func(i int) {
 				defer wg.Done()
-				if c.identify(ctx, i); ctx.Err() != nil && c.stale(i) {
+				if _ = c.identify(ctx, i); ctx.Err() != nil && c.stale(i) {
 					c.health[i].suspect.Store(true)
 				}
 			}(i)
@@ -536,9 +556,8 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	if !c.stale(i) {
 		return nil
 	}
-	c.identify(ctx, i)
-	if err := ctx.Err(); err != nil && c.stale(i) {
-		return gated(c.nodes[i].Addr(), "identity (INFO) not learned within the node deadline", err)
+	if err := c.identify(ctx, i); err != nil && c.stale(i) {
+		return gated(c.nodes[i].Addr(), "identity (INFO) not learned", err)
 	}
 	if err := c.discount(i); err != nil {
 		return gated(c.nodes[i].Addr(), "identity learned", err)
@@ -577,7 +596,9 @@ func (e *discountedYes) Unwrap() error { return e.err }
 // then counts only if the identity is known and the gate does not discount
 // the node now: another goroutine may have learned of a restart after the
 // round read the gate (Config.Counts) at its start. Otherwise the yes
-// becomes a discountedYes (not counted, undone).
+// becomes a discountedYes (not counted, undone). A refusal by the node's
+// process guard (node.ProcessError: it runs another process) carries what
+// the new identity means for the node (quarantined, an alias).
 func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err error) (bool, error) {
 	if c.q == nil {
 		return ok, err
@@ -588,8 +609,14 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		// restarted): discount checks it below. Only an identity that
 		// could not be read leaves the yes in doubt; a dial during INFO
 		// that leaves the node stale again does not.
-		if !c.identify(ctx, i) && ok && err == nil && !c.ids.noInfo[i].Load() { // identity unreadable in time: it may be a restart
+		if c.identify(ctx, i) != nil && ok && err == nil { // identity unreadable: it may be a restart
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
+		}
+	}
+	var pe *node.ProcessError
+	if errors.As(err, &pe) { // identified above (the guard marked the node stale): say what follows
+		if derr := c.discount(i); derr != nil {
+			return false, fmt.Errorf("%w; %w", err, derr)
 		}
 	}
 	if !ok || err != nil {
@@ -621,10 +648,14 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
 	c.ids.alias = make([]atomic.Bool, len(clients))
-	c.ids.noInfo = make([]atomic.Bool, len(clients))
+	c.ids.infoWarned = make([]atomic.Bool, len(clients))
+	c.ids.regWarned = make([]atomic.Bool, len(clients))
+	c.ids.stale = make([]func(string), len(clients))
 	c.ids.pub = make([]published, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
+		gen := &c.ids.gen[i]
+		c.ids.stale[i] = func(string) { gen.Add(1) } // identified again before its next command
 	}
 	c.q = newQuarantine(c.o.clock, c.Addrs(), window, c.o.qFresh)
 	c.q.setting, c.q.floor, c.q.factor = w, c.o.qFloor, c.o.driftFactor
@@ -663,6 +694,11 @@ func (g restartGate) before(ctx context.Context, i int, ttl time.Duration) (uint
 
 func (g restartGate) renew(ctx context.Context, i int, ttl time.Duration) error {
 	g.c.noteTTL(ttl)
+	if g.c.stale(i) {
+		if err := g.c.identify(ctx, i); err != nil && g.c.stale(i) {
+			return gated(g.c.nodes[i].Addr(), "identity (INFO) not learned", err)
+		}
+	}
 	return g.c.publish(ctx, i, ttl)
 }
 

@@ -18,13 +18,12 @@ import (
 type published struct {
 	mu      sync.Mutex
 	covered map[time.Duration]time.Time
-	refused bool // the node refused the publish (an ACL): not asked again until it restarts
 }
 
 // reset forgets what was published: the node is a new process.
 func (p *published) reset() {
 	p.mu.Lock()
-	p.covered, p.refused = nil, false
+	p.covered = nil
 	p.mu.Unlock()
 }
 
@@ -34,7 +33,7 @@ func (p *published) reset() {
 func (p *published) due(b, ttl time.Duration, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return !p.refused && p.covered[b].Before(now.Add(ttl))
+	return p.covered[b].Before(now.Add(ttl))
 }
 
 // note records an entry for b that lives at least until until; expired
@@ -76,11 +75,11 @@ func holdFor(b time.Duration, factor float64) time.Duration {
 // node's start does not, it raises the entry of ttl's bucket first (one
 // script, node.RaiseTTL). So every node that grants or lengthens a lock
 // carries, in its register, an entry that outlives the lock: what the
-// window of another node's restart is read from (see resolveLater). A node
-// that refuses the script (an ACL without the key or EVALSHA) is logged
-// once and not asked again until it restarts; this Client's locks there
-// are then in no register (see QuarantineSettingFloor). Any other failure
-// is returned as a not-sent error (gated): the command is not sent.
+// window of another node's restart is read from (see resolveLater). Any
+// failure (an ACL without the key, OOM, MISCONF, LOADING, a timeout) keeps
+// the command from being sent there: the returned not-sent error says why,
+// the first error reply of a run of them is logged (warnNode), and the
+// next call tries again.
 func (c *Client) publish(ctx context.Context, i int, ttl time.Duration) error {
 	if c.q == nil {
 		return nil
@@ -91,22 +90,14 @@ func (c *Client) publish(ctx context.Context, i int, ttl time.Duration) error {
 	}
 	hold := holdFor(b, c.o.driftFactor)
 	sent := c.o.clock.Now()
-	_, err := c.nodes[i].Do(ctx, node.RaiseTTL(b, hold, c.o.durable))
-	var re redis.Error
-	switch {
-	case errors.As(err, &re):
-		p.mu.Lock()
-		first := !p.refused
-		p.refused = true
-		p.mu.Unlock()
-		if first && c.o.logger != nil {
-			c.o.logger.LogAttrs(ctx, slog.LevelWarn, "redlock: the node refused the TTL register: this Client's locks there are in no register; other Clients need QuarantineSettingFloor",
-				slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()), slog.String("error", err.Error()))
+	if _, err := c.nodes[i].Do(ctx, node.RaiseTTL(b, hold, c.o.durable)); err != nil {
+		var re redis.Error
+		if errors.As(err, &re) { // refused (NOPERM, OOM, MISCONF, LOADING, BUSY): a dead node is logged elsewhere
+			c.warnNode(ctx, i, &c.ids.regWarned[i], "redlock: the node's TTL register ("+node.TTLRegisterKey+") cannot be written: its votes do not count until it can", err)
 		}
-		return nil
-	case err != nil:
-		return gated(c.nodes[i].Addr(), "TTL register ("+node.TTLRegisterKey+") not raised", err)
+		return gated(c.nodes[i].Addr(), "TTL register ("+node.TTLRegisterKey+") not written, so the vote would be in no register", err)
 	}
+	c.ids.regWarned[i].Store(false)
 	p.note(b, sent.Add(hold-DriftBudget(hold, c.o.driftFactor)), c.o.clock.Now())
 	return nil
 }
