@@ -111,8 +111,8 @@ func (c *Cluster) setNodeTime(now time.Time) {
 // Cluster's clock. Its defaults are redlock.New's but for a per-node
 // timeout of 2s (real time, which the fake clock does not count against
 // validity; a loaded test machine must not turn a slow answer into a lost
-// vote). The restart quarantine stays on but never acts: the nodes do not
-// restart, and their INFO has no run_id. opts come after these and may
+// vote) and the restart quarantine off (the nodes never restart, and their
+// INFO names no process to judge). opts come after these and may
 // override them. The Client is closed by t.Cleanup; the test fails if New
 // refuses opts.
 func (c *Cluster) Client(opts ...redlock.Option) *redlock.Client {
@@ -132,6 +132,7 @@ func (c *Cluster) newClient(opts []redlock.Option) (*redlock.Client, error) {
 	all := append([]redlock.Option{
 		redlock.WithClock(c.clock),
 		redlock.WithNodeTimeout(nodeTimeout),
+		redlock.WithRestartQuarantine(redlock.QuarantineOff),
 	}, opts...)
 	cl, err := redlock.New(nodes, all...)
 	if err != nil {

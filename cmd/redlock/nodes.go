@@ -26,6 +26,16 @@ type localNode interface {
 	Close()
 }
 
+// embedded reports whether nodes are in-process (miniredis).
+func embedded(nodes []localNode) bool {
+	for _, n := range nodes {
+		if _, ok := n.(*miniNode); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // startNodes starts n nodes: redis-server processes when the binary is on
 // PATH and embedded is false, in-process miniredis otherwise. It returns
 // the kind it used.
