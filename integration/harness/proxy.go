@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -45,6 +46,32 @@ type Proxy struct {
 	conns    map[net.Conn]struct{}
 	wg       sync.WaitGroup
 	closed   atomic.Bool
+	keep     bool // keep client connections across upstream losses (NewKeepingProxy)
+	inject   atomic.Pointer[injection]
+}
+
+// injection is a one-shot error reply (see InjectError).
+type injection struct{ match, reply string }
+
+// InjectError answers the next request chunk that contains match with the
+// error reply msg (e.g. "OOM command not allowed ...") instead of sending
+// it to the node: the node never sees that command. Once only.
+func (p *Proxy) InjectError(match, msg string) {
+	p.inject.Store(&injection{match: match, reply: "-" + msg + "\r\n"})
+}
+
+// Injecting reports whether an InjectError still waits for its request.
+func (p *Proxy) Injecting() bool { return p.inject.Load() != nil }
+
+// injected reports whether req is the chunk an InjectError waits for, and
+// if so answers it on client.
+func (p *Proxy) injected(req []byte, client net.Conn) bool {
+	in := p.inject.Load()
+	if in == nil || !bytes.Contains(req, []byte(in.match)) || !p.inject.CompareAndSwap(in, nil) {
+		return false
+	}
+	_, _ = client.Write([]byte(in.reply))
+	return true
 }
 
 // NewProxy starts a proxy to upstream(). Close stops it.
@@ -54,6 +81,24 @@ func NewProxy(upstream func() string) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{Addr: ln.Addr().String(), upstream: upstream, ln: ln, conns: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.accept()
+	return p, nil
+}
+
+// NewKeepingProxy starts a proxy to upstream() that keeps each client's
+// connection when the node behind it goes away: the next request is sent
+// on a new upstream connection (redialed until the node is back, for up to
+// 10 s), as Redis-aware proxies and sidecars do. A request in flight when
+// the node went away gets no reply. The client never sees a new connection,
+// so it cannot tell from connection events that the node restarted. Faults
+// and latency apply to replies only.
+func NewKeepingProxy(upstream func() string) (*Proxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	p := &Proxy{Addr: ln.Addr().String(), upstream: upstream, ln: ln, conns: map[net.Conn]struct{}{}, keep: true}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -131,7 +176,11 @@ func (p *Proxy) accept() {
 			continue
 		}
 		p.wg.Add(1)
-		go p.serve(c)
+		if p.keep {
+			go p.serveKept(c)
+		} else {
+			go p.serve(c)
+		}
 	}
 }
 
@@ -150,12 +199,83 @@ func (p *Proxy) serve(c net.Conn) {
 	defer p.track(u, false)
 	defer u.Close()
 	done := make(chan struct{}, 2)
-	go func() { p.pipe(u, c, false); done <- struct{}{} }()
+	go func() { p.pipe(u, c, false); done <- struct{}{} }() // requests (InjectError answers on c)
 	go func() { p.pipe(c, u, true); done <- struct{}{} }()
 	<-done
 	_ = c.Close()
 	_ = u.Close()
 	<-done
+}
+
+// serveKept serves client c for a keeping proxy: requests go to the
+// current upstream connection, dialed on demand; each upstream connection's
+// replies are piped back to c until it ends.
+func (p *Proxy) serveKept(c net.Conn) {
+	defer p.wg.Done()
+	defer p.track(c, false)
+	defer c.Close()
+	var mu sync.Mutex
+	var u net.Conn
+	var replies sync.WaitGroup
+	drop := func(w net.Conn) {
+		mu.Lock()
+		if u == w {
+			u = nil
+		}
+		mu.Unlock()
+		p.track(w, false)
+		_ = w.Close()
+	}
+	upstream := func() (net.Conn, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for tries := 0; u == nil; tries++ {
+			nu, err := net.DialTimeout("tcp", p.upstream(), time.Second)
+			switch {
+			case err == nil && p.track(nu, true):
+				u = nu
+				replies.Add(1)
+				go func() { defer replies.Done(); p.pipe(c, nu, true); drop(nu) }()
+			case err == nil:
+				_ = nu.Close()
+				return nil, net.ErrClosed
+			case p.closed.Load() || tries >= 500:
+				return nil, err
+			default:
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		return u, nil
+	}
+	defer replies.Wait()
+	defer func() {
+		mu.Lock()
+		w := u
+		mu.Unlock()
+		if w != nil {
+			drop(w)
+		}
+	}()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := c.Read(buf)
+		if n > 0 && p.injected(buf[:n], c) {
+			n = 0
+		}
+		for n > 0 {
+			w, uerr := upstream()
+			if uerr != nil {
+				return
+			}
+			if _, werr := w.Write(buf[:n]); werr == nil {
+				break
+			}
+			drop(w)
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // pipe copies src to dst; reply says src is the node.
@@ -170,6 +290,9 @@ func (p *Proxy) pipe(dst, src net.Conn, reply bool) {
 			if !reply {
 				if d := time.Duration(p.next.Swap(0)); d > 0 {
 					time.Sleep(d)
+				}
+				if p.injected(buf[:n], src) {
+					continue
 				}
 			}
 			if d := time.Duration(p.latency.Load()); d > 0 {
