@@ -9,11 +9,6 @@ import (
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
-// aclHandoffLine is aclLine plus what the release notifications need (see
-// package handoff): the releasing user PUBLISHes on the key's channel, the
-// waiting Client SUBSCRIBEs to it (PING keeps the connection checked).
-const aclHandoffLine = aclLine + " &redlock:released:lock:* +publish +subscribe +unsubscribe +ping"
-
 // With aclHandoffLine, a waiter of another Client is woken by the release
 // itself (its backoff is a minute), and no subscription is refused.
 func TestACLUserWithNotifications(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,15 +15,49 @@ import (
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
-// aclLine is the ACL user the README documents: the lock's key pattern and
-// the commands the library sends (SET NX PX; EVALSHA, and EVAL after
-// NOSCRIPT) or its scripts call (GET, SET, PEXPIRE, DEL). Nothing for the
-// connection: HELLO and AUTH need no permission, and go-redis ignores the
-// error of CLIENT SETINFO.
-const aclLine = "ACL SETUSER locker on >s3cret resetkeys ~lock:* resetchannels -@all +set +get +del +pexpire +eval +evalsha"
+// The README's ACL lines, read from README.md itself (readmeACLLines), so
+// that a user made from exactly what the README says is what is tested:
+// aclLine to lock, aclHandoffLine to lock with release notifications,
+// typesACLLine for every lock type.
+var aclLine, aclHandoffLine, typesACLLine string
 
-// aclCommands are the commands aclLine grants.
-var aclCommands = []string{"set", "get", "del", "pexpire", "eval", "evalsha"}
+// aclCommands are the commands aclLine grants that a short cycle uses: all
+// but +config|get (optional: refused, a node is taken not to fsync every
+// write) and +hdel (deletes register entries that expired).
+var aclCommands []string
+
+// readmeACLLines returns the README's "ACL SETUSER" lines, in order.
+func readmeACLLines() ([]string, error) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ACL SETUSER ") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) != 3 {
+		return nil, fmt.Errorf("README.md has %d ACL SETUSER lines, want 3 (lock, notifications, types): %q", len(lines), lines)
+	}
+	return lines, nil
+}
+
+func loadACLLines() error {
+	lines, err := readmeACLLines()
+	if err != nil {
+		return err
+	}
+	aclLine, aclHandoffLine, typesACLLine = lines[0], lines[1], lines[2]
+	aclCommands = nil
+	for _, f := range strings.Fields(aclLine) {
+		if c, ok := strings.CutPrefix(f, "+"); ok && c != "config|get" && c != "hdel" {
+			aclCommands = append(aclCommands, c)
+		}
+	}
+	return nil
+}
 
 // setUser runs line (an ACL SETUSER command) on the server at addr, after
 // dropping the user and the script cache (so the first EVALSHA gets
@@ -145,19 +180,26 @@ func TestACLUser(t *testing.T) {
 func TestACLEveryCommandIsNeeded(t *testing.T) {
 	n := harness.Start(t, 1, harness.Config{})[0]
 	admin := n.Client()
-	locker := redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
-	closeAll(t, admin, locker)
-	byURL, err := redlock.NewFromURLs(lockerURLs([]*harness.Node{n}), redlock.WithNodeTimeout(nodeTimeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = byURL.Close() })
-	retrying := newClient(t, []redis.UniversalClient{locker})
+	closeAll(t, admin)
 	ctx := context.Background()
 
-	// cycle runs every operation the library has and returns the first
-	// failure.
+	// cycle runs every operation the library has, on new Clients (which
+	// identify the node and publish their TTLs) over an empty node, and
+	// returns the first failure.
 	cycle := func() error {
+		defer admin.FlushAll(ctx)
+		byURL, err := redlock.NewFromURLs(lockerURLs([]*harness.Node{n}), redlock.WithNodeTimeout(nodeTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer byURL.Close()
+		locker := redis.NewClient(&redis.Options{Addr: n.Addr, Username: "locker", Password: "s3cret", ContextTimeoutEnabled: true})
+		defer locker.Close()
+		retrying, err := redlock.New([]redis.UniversalClient{locker}, redlock.WithNodeTimeout(nodeTimeout))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer retrying.Close()
 		for _, step := range []struct {
 			c    *redlock.Client
 			keys []string
@@ -202,9 +244,6 @@ func TestACLEveryCommandIsNeeded(t *testing.T) {
 			t.Errorf("without +%s: node error %q, want a permission error", cmd, msg)
 		}
 		t.Logf("without +%s: %s: %s", cmd, qe.Op, msg)
-		if err := admin.FlushAll(ctx).Err(); err != nil { // what a failed step left
-			t.Fatal(err)
-		}
 	}
 }
 
@@ -327,8 +366,6 @@ func leftKeys(t *testing.T, prefix string, admins []redis.UniversalClient) int {
 	return n
 }
 
-// typesACLLine is the README's ACL line for the lock types.
-const typesACLLine = "ACL SETUSER locker on >s3cret resetkeys ~lock:* ~{lock:* resetchannels -@all +set +get +del +pexpire +eval +evalsha +hget +hset +hexists +hgetall +hdel +type +time +incr +pttl +zadd +zrem +zrange +zrangebyscore"
 
 // With the README's line for the lock types, every type's cycle works
 // (lock, re-entry, extend, release); with the plain line, a typed lock

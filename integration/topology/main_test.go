@@ -6,6 +6,8 @@ package topology
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -17,6 +19,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if err := loadACLLines(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
 }
 
