@@ -366,7 +366,6 @@ func leftKeys(t *testing.T, prefix string, admins []redis.UniversalClient) int {
 	return n
 }
 
-
 // With the README's line for the lock types, every type's cycle works
 // (lock, re-entry, extend, release); with the plain line, a typed lock
 // fails with the script's permission error, never a corrupted key.
