@@ -88,8 +88,7 @@ func (n *Node) pair(ctx context.Context, cmd *redis.Cmd) error {
 
 // confirmedPipeline sends cmds and one WAITAOF behind them in one
 // pipeline, and returns WAITAOF's verdict, which covers them all. Each
-// command keeps its own reply: an error reply to WAITAOF that go-redis
-// copies onto a command that succeeded is taken back off.
+// command, WAITAOF too, keeps its own reply (see ownReplies).
 func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
 	w, t := waitAOF(ctx)
 	p := n.client.Pipeline()
@@ -98,17 +97,25 @@ func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
 	}
 	_ = p.Process(ctx, w)
 	_, _ = p.Exec(ctx)
-	for _, c := range cmds {
-		ownReply(c, w)
-	}
+	ownReplies(cmds...)
+	ownReplies(w)
 	return confirmed(w, t)
 }
 
-// ownReply undoes go-redis's copy of w's error reply onto cmd, which
-// carries a reply of its own (see ownReplies).
-func ownReply(cmd, w *redis.Cmd) {
+// ownReplies gives each command of a pipeline its own reply back. go-redis
+// v9 (up to at least v9.14) takes the first command's error reply
+// (NOSCRIPT, NOPERM, or redis.Nil: SET NX refused) as the pipeline's and
+// sets it on every command that succeeded, whose replies it leaves in
+// place: granted locks would read as refused, and a WAITAOF that confirmed
+// them as failed. An error reply carries no value, so a command that holds
+// an error reply and a value of its own got the error copied, and
+// succeeded. A connection error is not a reply: it stays on every command
+// it reached.
+func ownReplies(cmds ...*redis.Cmd) {
 	var re redis.Error
-	if err := w.Err(); errors.As(err, &re) && cmd.Err() == err && cmd.Val() != nil {
-		cmd.SetErr(nil)
+	for _, c := range cmds {
+		if errors.As(c.Err(), &re) && c.Val() != nil {
+			c.SetErr(nil)
+		}
 	}
 }

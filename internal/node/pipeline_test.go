@@ -77,6 +77,9 @@ func (a *answering) serve(c net.Conn) {
 			<-a.gate
 		}
 		reply := answer(name, key)
+		if reply == ":1\r\n" && name == "evalsha" && args[1] == extendManyScript.Hash() {
+			reply = manyYes(args[2]) // ExtendMany: a yes per lock (single-key locks)
+		}
 		a.mu.Lock()
 		if name == "waitaof" && a.waitaof != "" {
 			reply = a.waitaof
@@ -110,6 +113,12 @@ func answer(name, key string) string {
 		return "+OK\r\n"
 	}
 	return ":1\r\n"
+}
+
+// manyYes is ExtendMany's reply of yes to numkeys single-key locks.
+func manyYes(numkeys string) string {
+	k, _ := strconv.Atoi(numkeys)
+	return "*" + numkeys + "\r\n" + strings.Repeat(":1\r\n", k)
 }
 
 // readCommand reads one RESP array of bulk strings.
