@@ -42,8 +42,8 @@ func TestDurableVoteNeedsConfirmation(t *testing.T) {
 	}{
 		{"fsynced", "*2\r\n:1\r\n:0\r\n", "yes"},
 		{"not in time", "*2\r\n:0\r\n:0\r\n", "not fsynced within"},
-		{"refused", "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n", "appendonly is disabled"},
-		{"unknown", "-ERR unknown command 'waitaof', with args beginning with: '1' '0' '50'\r\n", "unknown command"},
+		{"refused", "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled"},
+		{"unknown", "-ERR unknown command 'waitaof', with args beginning with: '1' '0' '50'\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR unknown command"},
 	} {
 		for _, coalesce := range []bool{false, true} {
 			n, a := durableNode(t, c.reply, coalesce)
@@ -71,6 +71,28 @@ func TestDurableVoteNeedsConfirmation(t *testing.T) {
 				t.Errorf("%s: %d WAITAOF sent, want 2 (one per grant, none for the release)", c.name, k)
 			}
 			a.mu.Unlock()
+		}
+	}
+}
+
+// WAITAOF's timeout leaves part of the node's deadline for the node's own
+// answer; a WAITAOF that gets no answer by the deadline is named so, not
+// taken for a server that lacks it.
+func TestDurableWaitLeavesMargin(t *testing.T) {
+	for _, coalesce := range []bool{false, true} {
+		n, a := durableNode(t, "hang", coalesce)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		ok, err := n.Do(ctx, Lock([]string{"ok1"}, "v", time.Minute))
+		cancel()
+		if ok || !errors.Is(err, ErrNotDurable) || !n.MayHaveRun(err) ||
+			!strings.Contains(err.Error(), "no answer to WAITAOF (timeout ") || strings.Contains(err.Error(), "needs Redis") {
+			t.Errorf("coalesce %v: %v %v, want ErrNotDurable: no answer to WAITAOF", coalesce, ok, err)
+		}
+		a.mu.Lock()
+		sent, _ := time.ParseDuration(a.waitArg + "ms")
+		a.mu.Unlock()
+		if sent < 100*time.Millisecond || sent > 160*time.Millisecond {
+			t.Errorf("coalesce %v: WAITAOF timeout %v for a 200ms deadline, want 100ms to 160ms (a fifth left for the answer)", coalesce, sent)
 		}
 	}
 }

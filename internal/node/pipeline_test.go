@@ -25,8 +25,10 @@ type answering struct {
 	mu   sync.Mutex
 	got  map[string]int // "evalsha ok1": times received
 	// waitaof is the reply to WAITAOF, when set (under mu); else WAITAOF
-	// is refused like any command outside SET and the scripts.
+	// is refused like any command outside SET and the scripts. "hang":
+	// no reply.
 	waitaof string
+	waitArg string // the timeout of the last WAITAOF received (under mu)
 }
 
 func newAnswering(t *testing.T) *answering {
@@ -81,10 +83,16 @@ func (a *answering) serve(c net.Conn) {
 			reply = manyYes(args[2]) // ExtendMany: a yes per lock (single-key locks)
 		}
 		a.mu.Lock()
+		if name == "waitaof" && len(args) == 4 {
+			a.waitArg = args[3]
+		}
 		if name == "waitaof" && a.waitaof != "" {
 			reply = a.waitaof
 		}
 		a.mu.Unlock()
+		if reply == "hang" {
+			continue
+		}
 		if _, err := io.WriteString(c, reply); err != nil {
 			return
 		}
