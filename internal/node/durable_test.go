@@ -84,9 +84,12 @@ func TestDurableWaitLeavesMargin(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		ok, err := n.Do(ctx, Lock([]string{"ok1"}, "v", time.Minute))
 		cancel()
-		if ok || !errors.Is(err, ErrNotDurable) || !n.MayHaveRun(err) ||
-			!strings.Contains(err.Error(), "no answer to WAITAOF (timeout ") || strings.Contains(err.Error(), "needs Redis") {
-			t.Errorf("coalesce %v: %v %v, want ErrNotDurable: no answer to WAITAOF", coalesce, ok, err)
+		// Newer go-redis versions set the connection's error on the
+		// command before WAITAOF too: the call then fails with it, of
+		// unknown outcome all the same.
+		if ok || err == nil || !n.MayHaveRun(err) || strings.Contains(err.Error(), "needs Redis") ||
+			errors.Is(err, ErrNotDurable) && !strings.Contains(err.Error(), "no answer to WAITAOF (timeout ") {
+			t.Errorf("coalesce %v: %v %v, want an error of unknown outcome: no answer to WAITAOF", coalesce, ok, err)
 		}
 		a.mu.Lock()
 		sent, _ := time.ParseDuration(a.waitArg + "ms")
