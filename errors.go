@@ -76,7 +76,8 @@ var (
 	// it jumped. See *DriftError and WithDriftMonitor.
 	ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
 	// ErrNotDurable: with WithDurableVotes, the node did not confirm its
-	// vote on disk; its error says why.
+	// vote on disk; its error says why: WAITAOF refused, not answered by
+	// the node's deadline, or not fsynced within its timeout.
 	ErrNotDurable = node.ErrNotDurable
 	// ErrFenceNotRaised: a fenced acquisition's lock had already expired
 	// on the node when its fence register was to be raised to the token.

@@ -305,3 +305,46 @@ func TestLockOnDeadNodesSaysSo(t *testing.T) {
 		t.Fatalf("%d warnings in 3 s, want 1 (then one every %v)", n, downEvery)
 	}
 }
+
+// Durable votes on a cluster or ring node are refused at New, before any
+// traffic: WAITAOF, keyless, would not follow the command on its shard.
+func TestNewRefusesDurableOnClusterAndRing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 16)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	addr := ln.Addr().String()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}})
+	defer cc.Close()
+	rg := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addr}, HeartbeatFrequency: time.Hour})
+	defer rg.Close()
+	for _, cl := range []redis.UniversalClient{cc, rg} {
+		nodes := append(unreachable(2), cl)
+		_, err := New(nodes, WithDurableVotes())
+		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "node 2: durable votes need standalone or Sentinel-failover nodes") ||
+			!strings.Contains(err.Error(), "WAITAOF") {
+			t.Errorf("New with durable votes and a %T: %v, want ErrInvalidArgument naming node 2 and why", cl, err)
+		}
+		c, err := New(nodes) // without durable votes: accepted
+		if err != nil {
+			t.Fatalf("New with a %T: %v", cl, err)
+		}
+		c.Close()
+	}
+	time.Sleep(50 * time.Millisecond)
+	if k := len(accepted); k != 0 {
+		t.Errorf("%d connections to the cluster/ring node, want none", k)
+	}
+}

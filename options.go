@@ -385,13 +385,17 @@ func (o *options) validate(n int) error {
 // that may grant or lengthen a lock on a node (acquisitions, Extend,
 // watchdog renewals, fencing raises) is followed on that node, in the same
 // pipeline, by WAITAOF 1 0 t, t being the time left of the node's
-// deadline; the node's yes counts only if it confirms that the write is
-// fsynced to its append-only file in time. A yes it does not confirm (an
+// deadline less a fifth of it (at least 5ms), left for the node's answer;
+// the node's yes counts only if it confirms that the write is fsynced to
+// its append-only file in time. A yes it does not confirm (an
 // fsync slower than the node timeout, appendonly off, a server without
 // WAITAOF: Redis before 7.2, Valkey before 8.0) does not count: the node's
 // error in the QuorumError matches ErrNotDurable and says why, and what
 // the command wrote there is undone like any vote of unknown outcome.
-// Nothing falls back silently to votes that are not durable.
+// Nothing falls back silently to votes that are not durable. Every node
+// must be a standalone or Sentinel-failover *redis.Client: New refuses a
+// cluster or ring client (ErrInvalidArgument), which would send the
+// keyless WAITAOF to some shard, not behind the command it confirms.
 //
 // Durable votes survive a node's crash and restart. The restart
 // quarantine (WithRestartQuarantine) then exempts a restarted node that

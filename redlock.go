@@ -135,8 +135,9 @@ type Client struct {
 // would let one server cast two votes. New returns an error matching
 // ErrInvalidArgument, naming the node, for no nodes or more than 64, a nil
 // client (also a typed nil such as (*redis.Client)(nil)), two clients of one
-// server, or an invalid option. It sends nothing to the nodes (the drift
-// monitor, if on, sends its first TIME one interval later).
+// server, a cluster or ring client with WithDurableVotes, or an invalid
+// option. It sends nothing to the nodes (the drift monitor, if on, sends
+// its first TIME one interval later).
 func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return newClient(clients, nil, opts)
 }
@@ -210,6 +211,9 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		if isNil(cl) {
 			return nil, invalid("node %d: nil client %T", i, cl)
 		}
+		if err := durableTopology(o.durable, i, cl); err != nil {
+			return nil, err
+		}
 		for _, s := range node.Servers(cl) {
 			if j, dup := seen[s]; dup && j != i {
 				return nil, invalid("nodes %d and %d are the same server %s: one server would cast two votes", j, i, s)
@@ -247,6 +251,22 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 			slog.String("client", c.id), slog.Any("nodes", c.Addrs()), slog.Int("need", c.need))
 	}
 	return c, nil
+}
+
+// durableTopology refuses a cluster or ring node under durable votes:
+// WAITAOF confirms only the writes of its own connection to one server,
+// and such a client sends the keyless WAITAOF to a shard of its choosing
+// (or refuses it), not behind the command it should confirm.
+func durableTopology(durable bool, i int, cl redis.UniversalClient) error {
+	switch cl.(type) {
+	case *redis.ClusterClient, *redis.Ring:
+		if durable {
+			return invalid("node %d: durable votes need standalone or Sentinel-failover nodes (*redis.Client), not a %T: "+
+				"WAITAOF confirms only the writes of its own connection to one server, and a cluster or ring client "+
+				"sends it, keyless, to some shard, not behind the command on the key's", i, cl)
+		}
+	}
+	return nil
 }
 
 // dialOnce sets go-redis's DialerRetries to 1 where the field exists

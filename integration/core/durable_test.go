@@ -3,9 +3,13 @@ package core
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
@@ -27,7 +31,7 @@ func TestDurableVotesRefusedWhereNodesCannot(t *testing.T) {
 	refused := 0
 	for _, r := range qe.Nodes {
 		switch {
-		case errors.Is(r.Err, redlock.ErrNotDurable) && strings.Contains(r.Err.Error(), "WAITAOF failed"):
+		case errors.Is(r.Err, redlock.ErrNotDurable) && strings.Contains(r.Err.Error(), "WAITAOF refused"):
 			refused++
 		case !errors.Is(r.Err, redlock.ErrPending): // a round ends when the quorum is out of reach
 			t.Errorf("node %s: %v, want ErrNotDurable naming WAITAOF", r.Addr, r.Err)
@@ -40,6 +44,56 @@ func TestDurableVotesRefusedWhereNodesCannot(t *testing.T) {
 	_ = c.Close() // waits for the undo
 	if vals, _ := raw(t, nodes, "durable:refused"); vals[0]+vals[1]+vals[2] != "" {
 		t.Fatalf("keys left behind after a refused durable vote: %q", vals)
+	}
+}
+
+// A node that does not fsync within WAITAOF's timeout (appendfsync no:
+// never for WAITAOF) says so before the node's deadline: the vote fails as
+// "not fsynced within", not as a server without WAITAOF, and the
+// connection stays in the pool (a reply that missed the deadline would
+// cost a new dial per call).
+func TestDurableNotFsyncedKeepsConnection(t *testing.T) {
+	cfg := harness.Config{Persist: true, Fsync: "no", Bin: harness.DurableServer(t), Args: []string{"--hz", "100"}}
+	nodes := harness.Start(t, 3, cfg)
+	var dials atomic.Int64
+	clients := make([]redis.UniversalClient, len(nodes))
+	for i, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true, MaxRetries: -1,
+			Dialer: func(ctx context.Context, network, addr string) (net.Conn, error) {
+				dials.Add(1)
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}})
+		clients[i] = c
+		t.Cleanup(func() { _ = c.Close() })
+	}
+	c, err := redlock.New(clients, redlock.WithDurableVotes(), redlock.WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := context.Background()
+	try := func() {
+		t.Helper()
+		_, err := c.TryLock(ctx, "durable:nofsync", time.Minute, redlock.WithMaxAttempts(1))
+		var qe *redlock.QuorumError
+		if !errors.As(err, &qe) {
+			t.Fatalf("TryLock: %v, want a QuorumError", err)
+		}
+		for _, r := range qe.Nodes {
+			if !errors.Is(r.Err, redlock.ErrPending) && (!errors.Is(r.Err, redlock.ErrNotDurable) || !strings.Contains(r.Err.Error(), "not fsynced within 1")) {
+				t.Errorf("node %s: %v, want ErrNotDurable: not fsynced within about 160ms (a fifth of 200ms left for the answer)", r.Addr, r.Err)
+			}
+		}
+	}
+	try() // the connections are dialed
+	try()
+	before := dials.Load()
+	for range 5 {
+		try()
+	}
+	if k := dials.Load() - before; k != 0 {
+		t.Errorf("%d dials during 5 calls, want 0 (no connection dropped)", k)
 	}
 }
 

@@ -276,38 +276,19 @@ func (n *Node) send(b []*pending) {
 			_ = p.Process(ctx, w)
 		}
 		_, _ = p.Exec(ctx)
-		ownReplies(b)
+		for _, q := range b {
+			ownReplies(q.cmd)
+		}
+		if w != nil {
+			ownReplies(w)
+		}
 	}
 	for _, p := range b {
-		if w != nil {
-			ownReply(p.cmd, w)
-		}
 		p.aof, p.aofWait = w, wait
 	}
 	n.retryLate(b)
 	for _, p := range b {
 		close(p.done)
-	}
-}
-
-// ownReplies gives every command of pipeline b its own reply back. go-redis
-// v9 takes the first command's error as the pipeline's and, when it is an
-// error reply (NOSCRIPT, NOPERM, or redis.Nil: SET NX refused), sets it on
-// every command that succeeded (setCmdsErr), whose replies it leaves in
-// place: granted locks would read as refused or failed. A command that
-// carries the first's error reply together with a reply of its own (an
-// error reply has none) got it copied, and succeeded. A connection error is
-// not a reply: it stays on every command it reached.
-func ownReplies(b []*pending) {
-	first := b[0].cmd.Err()
-	var re redis.Error
-	if !errors.As(first, &re) {
-		return
-	}
-	for _, p := range b[1:] {
-		if p.cmd.Err() == first && p.cmd.Val() != nil {
-			p.cmd.SetErr(nil)
-		}
 	}
 }
 

@@ -24,21 +24,26 @@ import (
 var ErrNotDurable = errors.New("redlock: vote not confirmed on the node's disk")
 
 // NotDurableError is the error of a command that ran, or may have run, on
-// a node that did not confirm it on its disk: WAITAOF failed (Err: the
-// node's error, e.g. an unknown command before Redis 7.2, or appendonly
-// off) or reported no local fsync before its timeout (Err nil). It
-// matches ErrNotDurable; it does not unwrap to Err, whose error reply
-// would otherwise say that the command was rejected.
+// a node that did not confirm it on its disk: the node refused WAITAOF
+// (Err: its error reply, e.g. an unknown command before Redis 7.2, or
+// appendonly off), its answer did not arrive before the node's deadline
+// (Err: the connection's error), or it reported no local fsync within
+// Timeout (Err nil). It matches ErrNotDurable; it does not unwrap to Err,
+// whose error reply would otherwise say that the command was rejected.
 type NotDurableError struct {
 	Timeout time.Duration // WAITAOF's timeout
 	Err     error
 }
 
 func (e *NotDurableError) Error() string {
-	if e.Err != nil {
-		return fmt.Sprintf("%s: WAITAOF failed (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): %v", ErrNotDurable.Error(), e.Err)
+	var re redis.Error
+	switch {
+	case e.Err == nil:
+		return fmt.Sprintf("%s: not fsynced within %v (under appendfsync everysec a node fsyncs for WAITAOF about every 1/hz s: raise hz, or the node timeout)", ErrNotDurable.Error(), e.Timeout)
+	case errors.As(e.Err, &re):
+		return fmt.Sprintf("%s: WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): %v", ErrNotDurable.Error(), e.Err)
 	}
-	return fmt.Sprintf("%s: not fsynced within %v (under appendfsync everysec a node fsyncs for WAITAOF about every 1/hz s: raise hz, or the node timeout)", ErrNotDurable.Error(), e.Timeout)
+	return fmt.Sprintf("%s: no answer to WAITAOF (timeout %v) before the node's deadline (a node answers a WAITAOF that timed out about every 1/hz s: raise hz, or the node timeout): %v", ErrNotDurable.Error(), e.Timeout, e.Err)
 }
 
 // Is makes a *NotDurableError match ErrNotDurable.
@@ -55,15 +60,22 @@ func (n *Node) IsDurable() bool { return n.aof }
 // (WAITAOF 0 would wait for ever).
 const noDeadlineWait = time.Second
 
+// waitMargin is the least time WAITAOF leaves of the node's deadline for
+// the node's own answer ("not fsynced") to arrive: a reply that misses the
+// deadline is lost, and so is the connection, which go-redis then drops.
+const waitMargin = 5 * time.Millisecond
+
 // waitAOF returns the WAITAOF command that confirms the writes before it
-// on its connection, with the time left before ctx's deadline as its
-// timeout (at least 1 ms).
+// on its connection, and its timeout: the time left before ctx's deadline
+// less a margin of the larger of waitMargin and a fifth of that time (at
+// least 1 ms).
 func waitAOF(ctx context.Context) (*redis.Cmd, time.Duration) {
 	t := noDeadlineWait
 	if d, ok := ctx.Deadline(); ok {
-		t = max(time.Until(d), time.Millisecond)
+		left := time.Until(d)
+		t = left - max(waitMargin, left/5)
 	}
-	t = t.Truncate(time.Millisecond)
+	t = max(t.Truncate(time.Millisecond), time.Millisecond)
 	return redis.NewCmd(ctx, "waitaof", 1, 0, t.Milliseconds()), t
 }
 
@@ -88,8 +100,7 @@ func (n *Node) pair(ctx context.Context, cmd *redis.Cmd) error {
 
 // confirmedPipeline sends cmds and one WAITAOF behind them in one
 // pipeline, and returns WAITAOF's verdict, which covers them all. Each
-// command keeps its own reply: an error reply to WAITAOF that go-redis
-// copies onto a command that succeeded is taken back off.
+// command, WAITAOF too, keeps its own reply (see ownReplies).
 func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
 	w, t := waitAOF(ctx)
 	p := n.client.Pipeline()
@@ -98,17 +109,25 @@ func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
 	}
 	_ = p.Process(ctx, w)
 	_, _ = p.Exec(ctx)
-	for _, c := range cmds {
-		ownReply(c, w)
-	}
+	ownReplies(cmds...)
+	ownReplies(w)
 	return confirmed(w, t)
 }
 
-// ownReply undoes go-redis's copy of w's error reply onto cmd, which
-// carries a reply of its own (see ownReplies).
-func ownReply(cmd, w *redis.Cmd) {
+// ownReplies gives each command of a pipeline its own reply back. go-redis
+// v9 (up to at least v9.14) takes the first command's error reply
+// (NOSCRIPT, NOPERM, or redis.Nil: SET NX refused) as the pipeline's and
+// sets it on every command that succeeded, whose replies it leaves in
+// place: granted locks would read as refused, and a WAITAOF that confirmed
+// them as failed. An error reply carries no value, so a command that holds
+// an error reply and a value of its own got the error copied, and
+// succeeded. A connection error is not a reply: it stays on every command
+// it reached.
+func ownReplies(cmds ...*redis.Cmd) {
 	var re redis.Error
-	if err := w.Err(); errors.As(err, &re) && cmd.Err() == err && cmd.Val() != nil {
-		cmd.SetErr(nil)
+	for _, c := range cmds {
+		if errors.As(c.Err(), &re) && c.Val() != nil {
+			c.SetErr(nil)
+		}
 	}
 }

@@ -25,8 +25,10 @@ type answering struct {
 	mu   sync.Mutex
 	got  map[string]int // "evalsha ok1": times received
 	// waitaof is the reply to WAITAOF, when set (under mu); else WAITAOF
-	// is refused like any command outside SET and the scripts.
+	// is refused like any command outside SET and the scripts. "hang":
+	// no reply.
 	waitaof string
+	waitArg string // the timeout of the last WAITAOF received (under mu)
 }
 
 func newAnswering(t *testing.T) *answering {
@@ -77,11 +79,20 @@ func (a *answering) serve(c net.Conn) {
 			<-a.gate
 		}
 		reply := answer(name, key)
+		if reply == ":1\r\n" && name == "evalsha" && args[1] == extendManyScript.Hash() {
+			reply = manyYes(args[2]) // ExtendMany: a yes per lock (single-key locks)
+		}
 		a.mu.Lock()
+		if name == "waitaof" && len(args) == 4 {
+			a.waitArg = args[3]
+		}
 		if name == "waitaof" && a.waitaof != "" {
 			reply = a.waitaof
 		}
 		a.mu.Unlock()
+		if reply == "hang" {
+			continue
+		}
 		if _, err := io.WriteString(c, reply); err != nil {
 			return
 		}
@@ -110,6 +121,12 @@ func answer(name, key string) string {
 		return "+OK\r\n"
 	}
 	return ":1\r\n"
+}
+
+// manyYes is ExtendMany's reply of yes to numkeys single-key locks.
+func manyYes(numkeys string) string {
+	k, _ := strconv.Atoi(numkeys)
+	return "*" + numkeys + "\r\n" + strings.Repeat(":1\r\n", k)
 }
 
 // readCommand reads one RESP array of bulk strings.
