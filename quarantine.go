@@ -162,7 +162,9 @@ func (q *quarantine) learn(i int, id node.Identity, own node.Register) verdict {
 		return verdict{}
 	}
 	now := q.clock.Now()
-	v := verdict{changed: prev.RunID != "", kept: id.AOF && own.Loaded(prev.RunID, id.RunID)}
+	// A promoted replica carries the old primary's stamp by replication,
+	// not from an append-only file the old primary confirmed: not kept.
+	v := verdict{changed: prev.RunID != "", kept: id.AOF && !id.Promoted && own.Loaded(prev.RunID, id.RunID)}
 	// INFO's uptime is the difference of two whole-second clock readings:
 	// the process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
@@ -173,8 +175,8 @@ func (q *quarantine) learn(i int, id node.Identity, own node.Register) verdict {
 		reason = "fresh start"
 	case prev.RunID == "":
 		return v
-	case id.Uptime >= w:
-		reason, base = "another server at this address (fail-over?)", now
+	case id.Uptime >= w || id.Promoted:
+		reason, base, v.kept = "another server at this address (fail-over?)", now, false
 	case prev.Durable() && id.Durable():
 		return v
 	}

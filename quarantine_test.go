@@ -396,10 +396,12 @@ func TestLearnKept(t *testing.T) {
 		kept bool
 	}{
 		{node.Identity{RunID: "r2", AOF: true}, node.Register{AOFRun: "r1"}, true},
-		{node.Identity{RunID: "r3", AOF: true}, node.Register{AOFRun: "r3", AOFPrev: "r2"}, true},  // r3 stamped over r2's stamp
-		{node.Identity{RunID: "r4", AOF: false}, node.Register{AOFRun: "r3"}, false},               // appendonly off now
-		{node.Identity{RunID: "r5", AOF: true}, node.Register{AOFRun: "r5", AOFPrev: "r3"}, false}, // loaded r3's, not r4's (which this Client saw)
-		{node.Identity{RunID: "r6", AOF: true}, node.Register{}, false},                            // no stamp: the register is gone
+		{node.Identity{RunID: "r3", AOF: true}, node.Register{AOFRun: "r3", AOFPrev: "r2"}, true},      // r3 stamped over r2's stamp
+		{node.Identity{RunID: "r4", AOF: false}, node.Register{AOFRun: "r3"}, false},                   // appendonly off now
+		{node.Identity{RunID: "r5", AOF: true}, node.Register{AOFRun: "r5", AOFPrev: "r3"}, false},     // loaded r3's, not r4's (which this Client saw)
+		{node.Identity{RunID: "r6", AOF: true}, node.Register{}, false},                                // no stamp: the register is gone
+		{node.Identity{RunID: "r7", AOF: true, Promoted: true}, node.Register{AOFRun: "r6"}, false},    // a promoted replica: the stamp came by replication
+		{node.Identity{RunID: "r8", AOF: true, Uptime: time.Hour}, node.Register{AOFRun: "r7"}, false}, // up longer than the window: another server, not a restart
 	} {
 		if v := q.learn(0, c.id, c.reg); v.kept != c.kept || !v.suspect {
 			t.Errorf("%s with register %+v: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.reg, v.kept, v.suspect, c.kept)

@@ -21,6 +21,12 @@ type Identity struct {
 	AOF         bool   // appendonly yes (aof_enabled:1)
 	FsyncAlways bool   // appendfsync always; only meaningful with AOF
 	Version     string
+	// Promoted: the process was a replica and was promoted in its current
+	// life (INFO replication's second_repl_offset is set): its data came
+	// by asynchronous replication, not from its own append-only file, so a
+	// stamp it carries proves nothing about votes confirmed on the old
+	// primary's disk.
+	Promoted bool
 }
 
 // Durable reports whether the node keeps every acknowledged write across a
@@ -114,7 +120,8 @@ func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) 
 func ParseInfo(s string) (Identity, error) {
 	f := InfoFields(s)
 	id := Identity{RunID: f["run_id"], Role: f["role"], AOF: f["aof_enabled"] == "1",
-		FsyncAlways: f["appendfsync"] == "always", Version: f["redis_version"]}
+		FsyncAlways: f["appendfsync"] == "always", Version: f["redis_version"],
+		Promoted: f["second_repl_offset"] != "" && f["second_repl_offset"] != "-1"}
 	if v, ok := f["uptime_in_seconds"]; ok {
 		sec, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

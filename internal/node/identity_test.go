@@ -33,6 +33,14 @@ func TestParseInfoFields(t *testing.T) {
 	if id.RunID != "abc" || id.Uptime != 42*time.Second || id.Role != "slave" || !id.Durable() {
 		t.Errorf("ParseInfo = %+v", id)
 	}
+	if id.Promoted {
+		t.Errorf("no second_repl_offset: Promoted")
+	}
+	for off, want := range map[string]bool{"-1": false, "1234": true} {
+		if id, _ := ParseInfo("run_id:x\nrole:master\nsecond_repl_offset:" + off + "\n"); id.Promoted != want {
+			t.Errorf("second_repl_offset:%s: Promoted %v, want %v", off, id.Promoted, want)
+		}
+	}
 	if _, err := ParseInfo("# Server\nuptime_in_seconds:1\n"); !errors.Is(err, ErrNoRunID) {
 		t.Errorf("no run_id: err %v", err)
 	}
