@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -126,13 +127,17 @@ func hookedClients(nodes []*harness.Node, i int, h redis.Hook) []redis.Universal
 // batchHook records, on one node's client, the commands sent per key
 // (alone or in a pipeline) and the most lock calls or pipelines in flight
 // at once.
+// runID matches a server's run_id (40 hex digits).
+var runID = regexp.MustCompile(`^[0-9a-f]{40}$`)
+
 type batchHook struct {
 	mu             sync.Mutex
 	sent           map[string][]string
 	inflight, most int
 }
 
-// enter records cmds and reports whether they are lock commands (SET,
+// enter records cmds ("set" for a grant: SET NX or a guarded script) and
+// reports whether they are lock commands (SET,
 // scripts), which it counts in flight; the identity calls (INFO) go past
 // the queue.
 func (h *batchHook) enter(cmds []redis.Cmder) bool {
@@ -146,7 +151,11 @@ func (h *batchHook) enter(cmds []redis.Cmder) bool {
 			h.sent[fmt.Sprint(args[1])] = append(h.sent[fmt.Sprint(args[1])], "set")
 			lock = true
 		case "evalsha", "eval":
-			h.sent[fmt.Sprint(args[3])] = append(h.sent[fmt.Sprint(args[3])], cmd.Name())
+			name := cmd.Name()
+			if nk, ok := args[2].(int); ok && len(args) > 3+nk && runID.MatchString(fmt.Sprint(args[3+nk])) {
+				name = "set" // a guarded grant script: its first argument is the node's run_id
+			}
+			h.sent[fmt.Sprint(args[3])] = append(h.sent[fmt.Sprint(args[3])], name)
 			lock = true
 		}
 	}
