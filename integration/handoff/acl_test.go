@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -53,4 +54,47 @@ func TestSubscribeWithoutChannelPermission(t *testing.T) {
 	if r := get(t, ch); !r.woken || r.err != nil {
 		t.Fatalf("granted: %+v; want woken", r)
 	}
+}
+
+// A user without any pub/sub permission (the README's minimal ACL line)
+// refuses SUBSCRIBE, UNSUBSCRIBE and PING. The Hub holds its subscriptions
+// back after a refusal (doubling from a second) instead of sending one for
+// every key that gets a waiter, never takes the refused replies for a
+// stalled connection, and subscribes once the permission is granted.
+func TestRefusedSubscribeIsHeldBack(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	addr := nodes[0].Addr
+	if _, err := do(t, addr, "acl", "setuser", "minimal", "reset", "on", ">pw", "+hello", "+client", "resetchannels"); err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, Username: "minimal", Password: "pw", ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { _ = c.Close() })
+	h, err := handoff.New([]redis.UniversalClient{c}, handoff.Config{HealthCheck: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	begin := time.Now()
+	for i := 0; i < 40; i++ { // a waiter for each of 40 keys in turn, each outliving several health checks
+		tn := h.Enter("k" + strconv.Itoa(i))
+		if w, err := tn.Wait(context.Background(), 50*time.Millisecond); w || err != nil {
+			t.Fatalf("Wait = %v, %v; want the timer", w, err)
+		}
+		tn.Leave()
+	}
+	s := h.Stats()
+	t.Logf("%d keys in %v: %+v", 40, time.Since(begin), s)
+	// At most a few replies per hold-off, and hold-offs last a second or more.
+	if bound := uint64(4 + 4*time.Since(begin)/time.Second); s.SubscribeErrors == 0 || s.SubscribeErrors > bound {
+		t.Fatalf("stats %+v; want 1 to %d refusals in %v", s, bound, time.Since(begin))
+	}
+	if s.Stalls != 0 || s.ReceiveErrors != 0 {
+		t.Fatalf("stats %+v; want the connection kept: refusals are answers", s)
+	}
+	if _, err := do(t, addr, "acl", "setuser", "minimal", "+subscribe", "+unsubscribe", "+ping", "&redlock:released:*"); err != nil {
+		t.Fatal(err)
+	}
+	tn := h.Enter("granted")
+	defer tn.Leave()
+	subscribed(t, []string{addr}, 1, "granted")
 }

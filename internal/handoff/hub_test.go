@@ -228,7 +228,7 @@ func TestNotificationWakesWaitingHead(t *testing.T) {
 	}
 }
 
-// waiting reports whether tn is the head blocked in Wait for a wake-up.
+// waiting reports whether tn is blocked in Wait.
 func (h *Hub) waiting(tn *Turn) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -317,6 +317,29 @@ func TestLeaveHoldingDoesNotWake(t *testing.T) {
 		t.Fatalf("b: %+v; want woken by the release", r)
 	}
 	if s := h.Stats(); s.Promoted != 0 || s.Local != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// A waiter that becomes head through LeaveHolding while in Wait is not
+// woken, but its timer runs from then: with nothing announcing the
+// release (no subscription, passes in a row used up) it ends its wait on
+// its own and polls.
+func TestLeaveHoldingStartsTimer(t *testing.T) {
+	h := local(t)
+	a, b := h.Enter("k"), h.Enter("k")
+	defer b.Leave()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait the fallback would not
+	defer cancel()
+	rb := waitAsync(ctx, b, 10*time.Millisecond)
+	for !h.waiting(b) {
+		runtime.Gosched()
+	}
+	a.LeaveHolding()
+	if r := get(t, rb); r.woken || r.err != nil {
+		t.Fatalf("b: woken %v, %v; want its wait ended by its timer", r.woken, r.err)
+	}
+	if s := h.Stats(); s.Timer != 1 || s.Promoted != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }

@@ -25,7 +25,8 @@ type Stats struct {
 
 	// SubscribeErrors is SUBSCRIBE and UNSUBSCRIBE calls that failed, or
 	// commands a node refused (a missing ACL permission): that node's
-	// notifications may be missing for a while.
+	// notifications may be missing for a while. After a refusal the node is
+	// sent no subscription for a hold-off (1 s doubling up to 1 min).
 	SubscribeErrors uint64
 	// ReceiveErrors is reads (and health-check PINGs) of a node's pub/sub
 	// connection that failed: connection lost, node down (each failed

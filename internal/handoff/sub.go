@@ -18,6 +18,14 @@ const (
 	pauseMax = time.Second
 )
 
+// Hold-offs of a node's subscriptions after it refused one (a user
+// without the channel permission): doubling from holdMin up to holdMax,
+// back to holdMin once a subscription is confirmed.
+const (
+	holdMin = time.Second
+	holdMax = time.Minute
+)
+
 // sub is one node's pub/sub connection, run by two goroutines: read
 // receives the notifications and dispatches them; sync sends SUBSCRIBE
 // and UNSUBSCRIBE as the set of waited-for keys changes, so that neither
@@ -30,6 +38,12 @@ const (
 // node, a partition that drops packets) gives no error: read detects it
 // with a PING and replaces the PubSub, and sync subscribes the new one to
 // every key.
+//
+// A node that refuses a command (an ACL without pub/sub permissions) is
+// sent no SUBSCRIBE or UNSUBSCRIBE for a hold-off; then a new PubSub,
+// which forgets the refused channels, subscribes every waited-for key.
+// Meanwhile nothing is subscribed, so the connection's silence is not
+// checked.
 type sub struct {
 	idx    int // among the Hub's subs
 	client *redis.Client
@@ -39,6 +53,9 @@ type sub struct {
 	ps      *redis.PubSub
 	changes map[string]bool // since the last sync: key -> subscribe (true) or unsubscribe
 	resync  bool            // ps is new: subscribe every waited-for key
+	held    time.Time       // a refusal holds subscriptions back until then; zero: none
+	hold    time.Duration   // the last hold-off; zero once a subscription is confirmed
+	noPing  bool            // the node refuses PING: silence cannot be told from a stall
 }
 
 // readState is what read remembers between two reads.
@@ -72,8 +89,15 @@ func (s *sub) read(h *Hub) {
 			h.st.reconnects.Add(1)
 		}
 		st = readState{}
-		if m, ok := msg.(*redis.Message); ok {
+		switch m := msg.(type) {
+		case *redis.Message:
 			h.notifyFrom(s.idx, m)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				h.mu.Lock()
+				s.hold = 0
+				h.mu.Unlock()
+			}
 		}
 	}
 }
@@ -82,10 +106,19 @@ func (s *sub) read(h *Hub) {
 func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
 	var refused redis.Error
 	switch {
+	case s.current(h) != ps:
+		// replaced meanwhile (a stall, a hold-off's end): read the new one
 	case errors.As(err, &refused):
 		// The node refused a command sent on the connection (SUBSCRIBE
 		// without the channel permission): the connection itself is fine.
 		h.st.subErrors.Add(1)
+		if st.broken {
+			h.st.reconnects.Add(1)
+		}
+		*st = readState{}
+		s.refused(h, refused)
+	case timeout(err) && !s.checked(h):
+		st.pinged = false
 	case timeout(err) && !st.pinged:
 		st.pinged = true
 		ctx, cancel := context.WithTimeout(h.ctx, h.cfg.HealthCheck)
@@ -99,8 +132,6 @@ func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
 		h.st.stalls.Add(1)
 		st.broken, st.pinged = true, false
 		s.replace(h, ps)
-	case errors.Is(err, redis.ErrClosed) && s.current(h) != ps:
-		// replaced meanwhile: read the new one
 	default:
 		h.st.recvErrors.Add(1)
 		st.broken = true
@@ -112,6 +143,31 @@ func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
 			t.Stop()
 		}
 	}
+}
+
+// refused holds the node's subscriptions back after it refused err; the
+// other refusals of the commands already sent fall in the same hold-off.
+func (s *sub) refused(h *Hub, err redis.Error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if strings.Contains(err.Error(), "'ping'") {
+		s.noPing = true // subscriptions may still work: keep them
+		return
+	}
+	if !s.held.IsZero() {
+		return
+	}
+	s.hold = min(max(2*s.hold, holdMin), holdMax)
+	s.held = time.Now().Add(s.hold)
+	signal(s.dirty)
+}
+
+// checked reports whether a silent connection is to be checked with a
+// PING: something may be subscribed on it and the node answers PING.
+func (s *sub) checked(h *Hub) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return s.held.IsZero() && !s.noPing
 }
 
 func (s *sub) current(h *Hub) *redis.PubSub {
@@ -173,13 +229,27 @@ func (h *Hub) notifyFrom(idx int, m *redis.Message) {
 func (s *sub) sync(h *Hub) {
 	defer h.wg.Done()
 	have := make(map[string]bool)
+	retry := time.NewTimer(holdMax)
+	retry.Stop()
+	defer retry.Stop()
 	for {
 		select {
 		case <-h.ctx.Done():
 			return
 		case <-s.dirty:
+		case <-retry.C:
 		}
 		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return
+		}
+		wait, old := s.holdOff(h)
+		if wait > 0 {
+			h.mu.Unlock()
+			retry.Reset(wait)
+			continue
+		}
 		ps := s.ps
 		var add, drop []string
 		if s.resync {
@@ -202,9 +272,31 @@ func (s *sub) sync(h *Hub) {
 		}
 		clear(s.changes)
 		h.mu.Unlock()
+		if old != nil {
+			_ = old.Close()
+		}
 		s.send(h, ps.Subscribe, add)
 		s.send(h, ps.Unsubscribe, drop)
 	}
+}
+
+// holdOff returns how long the node's subscriptions are still held back
+// after a refusal. When the hold-off has just ended, it puts a new PubSub
+// in the place of the current one, which it returns for the caller to
+// close, and has every waited-for key subscribed. h.mu is held.
+func (s *sub) holdOff(h *Hub) (time.Duration, *redis.PubSub) {
+	if s.held.IsZero() {
+		return 0, nil
+	}
+	if wait := time.Until(s.held); wait > 0 {
+		clear(s.changes) // the resync sends them all
+		return wait, nil
+	}
+	s.held = time.Time{}
+	old := s.ps
+	s.ps = s.client.Subscribe(h.ctx) // no channels: nothing is sent yet
+	s.resync = true
+	return 0, old
 }
 
 // send makes one SUBSCRIBE or UNSUBSCRIBE call within SubscribeTimeout.

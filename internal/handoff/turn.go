@@ -59,7 +59,7 @@ type Turn struct {
 	q          *queue // nil if entered after Close
 	prev, next *Turn  // in q; guarded by Hub.mu
 	left       bool   // guarded by Hub.mu
-	waiting    bool   // head, blocked in Wait for a wake-up; guarded by Hub.mu
+	waiting    bool   // blocked in Wait (for its turn or a wake-up); guarded by Hub.mu
 	want       any    // what the waiter asks for (EnterWant), for Offer's fits
 	gift       *gift  // handed by Offer, not yet taken; guarded by Hub.mu
 	wake       chan struct{}
@@ -140,7 +140,7 @@ func (t *Turn) Wait(ctx context.Context, d time.Duration) (woken bool, err error
 				expired = timer.C
 			}
 		}
-		t.waiting = t.q.head == t
+		t.waiting = true
 		h.mu.Unlock()
 		select {
 		case <-t.wake:
@@ -176,7 +176,8 @@ func (t *Turn) Leave() { t.leave(true) }
 // LeaveHolding is Leave for a waiter that leaves with the lock: the next
 // waiter becomes head but is not woken, since trying now would only find
 // the lock held by this process; it waits for this process's release
-// (Released, Offer), a node's notification, or its own timer.
+// (Released, Offer), a node's notification, or its own timer, which starts
+// now (a Wait with d <= 0 returns at once).
 func (t *Turn) LeaveHolding() { t.leave(false) }
 
 func (t *Turn) leave(wakeNext bool) {
@@ -198,10 +199,12 @@ func (t *Turn) leave(wakeNext bool) {
 	if q.head == nil {
 		delete(h.keys, q.key)
 		h.want(q.key, false)
-	} else if wasHead && wakeNext {
-		if q.pending == none {
+	} else if wasHead {
+		if wakeNext && q.pending == none {
 			q.pending = wokenLeave
 		}
+		// Even unwoken, the new head's Wait must see it is head: its timer
+		// runs from now, the fallback when no release is announced.
 		signal(q.head.wake)
 	}
 	if g != nil && !h.give(q, g) {
