@@ -460,8 +460,8 @@ func (c *Client) identify(ctx context.Context, i int) error {
 		err = nil
 	}
 	if refusesInfo(err) {
-		err = fmt.Errorf("its identity (INFO server: run_id) cannot be read, so a restart there could not be seen: grant +info (see README, ACL): %w", err)
-		c.warnNode(ctx, i, &c.ids.infoWarned[i], "redlock: the node refuses INFO: its votes do not count", err)
+		err = fmt.Errorf("its identity (INFO server: run_id) cannot be read, so a restart there could not be seen (an ACL needs +info: see README): %w", err)
+		c.warnNode(ctx, i, &c.ids.infoWarned[i], "redlock: the node's identity cannot be read: its votes do not count", err)
 	}
 	if err != nil {
 		return err

@@ -75,14 +75,14 @@ func TestRegisterTransientErrorsDoNotUnprotect(t *testing.T) {
 			t.Cleanup(func() { _ = a.Close() })
 			b := client(t, nodes)
 			for _, c := range []*redlock.Client{a, b} { // both know every node's process
-				l, err := c.TryLock(ctx, "edge:warm", 100*time.Millisecond) // short: its entries must not cover A's lock
+				l, err := c.TryLock(ctx, "edge:warm", time.Second) // short: its entries must not cover A's lock
 				if err != nil {
 					t.Fatal(err)
 				}
 				_ = l.Release(ctx)
 			}
 			ps[1].InjectError("redlock:ttl", reply)
-			l, err := a.TryLock(ctx, "edge:refused", 200*time.Millisecond) // a TTL not published yet: the publish is due
+			l, err := a.TryLock(ctx, "edge:refused", 1500*time.Millisecond) // a TTL not published yet: the publish is due
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -99,7 +99,7 @@ func TestRegisterTransientErrorsDoNotUnprotect(t *testing.T) {
 			if err := nodes[0].Restart(); err != nil {
 				t.Fatal(err)
 			}
-			keptOut(t, b, "edge:k", 4*time.Second)
+			keptOut(t, b, "edge:k", 5*time.Second) // past every entry but A's 10 s one
 			if time.Until(held.Deadline()) < time.Second {
 				t.Fatalf("the check ran past A's validity")
 			}
