@@ -511,10 +511,21 @@ func (w *worker) runFn() {
 	w.ops.Add(1)
 }
 
+// registerErrors are the error replies the nemesis puts in place of a
+// node's answer to a request that names the TTL register.
+var registerErrors = []string{
+	"OOM command not allowed when used memory > 'maxmemory'.",
+	"MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk.",
+	"LOADING Redis is loading the dataset in memory",
+	"BUSY Redis is busy running a script.",
+}
+
 // nemesis injects one minority fault at a time until stop: a node frozen
-// (SIGSTOP), restarted (with its AOF on nodes 0-1, empty on the others; an
-// empty restart at most once per maxTTL+1s, so that no lock loses a
-// majority to restarts), or cut off from the Clients (proxy). It leaves
+// (SIGSTOP), restarted (with its AOF on nodes 0-1, empty on the others, the
+// last keptNodes of them behind proxies that keep the Clients' connections;
+// an empty restart at most once per maxTTL+1s, so that no lock loses a
+// majority to restarts), cut off from the Clients (proxy), or answering
+// one request that names the TTL register with an error reply. It leaves
 // every node running and reachable.
 func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int, log *[]string) {
 	var lastEmpty time.Time
@@ -523,7 +534,7 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 		if stop.Load() {
 			return
 		}
-		kind := []string{"freeze", "restart-aof", "restart-empty", "partition"}[r.IntN(4)]
+		kind := []string{"freeze", "restart-aof", "restart-empty", "partition", "register-error"}[r.IntN(5)]
 		if kind == "restart-empty" && time.Since(lastEmpty) < maxTTL+time.Second {
 			kind = "freeze"
 		}
@@ -556,6 +567,15 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 				t.Errorf("restart: %v", err)
 				return
 			}
+		case "register-error":
+			// One error reply, in place of the node's, to the next
+			// request that names the TTL register (a publish, or an
+			// identity read): it must cost that call the node's vote,
+			// and nothing after it.
+			i := r.IntN(len(cl.proxies))
+			reply := registerErrors[r.IntN(len(registerErrors))]
+			target = fmt.Sprintf("n%d %.4s", i, reply)
+			cl.proxies[i].InjectError("redlock:ttl", reply)
 		case "partition":
 			i := r.IntN(len(cl.proxies))
 			f := []harness.Fault{harness.Blackhole, harness.Refuse}[r.IntN(2)]

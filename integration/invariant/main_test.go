@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 // cluster is 5 nodes, the first persist of them with appendonly (a restart
 // keeps their keys), each behind a fault proxy that the Clients use (the
 // checker reads the nodes directly).
+// keptNodes is how many nodes (the last ones) the Clients reach through
+// connection-keeping proxies.
+const keptNodes = 2
+
 type cluster struct {
 	nodes   []*harness.Node
 	proxies []*harness.Proxy
@@ -41,9 +45,16 @@ func startCluster(t testing.TB, persist int) *cluster {
 		cl.nodes = harness.Start(t, persist, harness.Config{Persist: true})
 	}
 	cl.nodes = append(cl.nodes, harness.Start(t, 5-persist, harness.Config{})...)
-	for _, n := range cl.nodes {
+	for i, n := range cl.nodes {
 		addr := n.Addr
-		p, err := harness.NewProxy(func() string { return addr })
+		// The last two nodes sit behind proxies that keep the Clients'
+		// connections across their restarts (a Redis-aware proxy or
+		// sidecar): only the votes themselves show those restarts.
+		newProxy := harness.NewProxy
+		if i >= len(cl.nodes)-keptNodes {
+			newProxy = harness.NewKeepingProxy
+		}
+		p, err := newProxy(func() string { return addr })
 		if err != nil {
 			t.Fatal(err)
 		}
