@@ -110,17 +110,38 @@ func (l *Lock) queueLen() int {
 	return len(l.more.queue)
 }
 
-// to moves l along the phase table on event e. A transition the table
-// does not list is a bug in this package, and panics. l.mu must be held.
-func (l *Lock) to(e lockstate.Event) {
+// to moves l along the phase table on event e and reports whether the
+// table lists that transition. One it does not list is a bug in this
+// package; it costs the Lock, not the process (to runs on timer and
+// renewer goroutines too): l then ends as lost (see offTable) and to
+// returns false. l.mu must be held.
+func (l *Lock) to(e lockstate.Event) bool {
 	next, ok := lockstate.Next(l.phase, e)
 	if !ok {
-		panic(fmt.Sprintf("redlock: lock phase %v has no transition on %v", l.phase, e))
+		l.offTable(e)
+		return false
 	}
 	if h := l.c.o.onPhase; h != nil {
 		h(l.phase, e, next)
 	}
 	l.phase = next
+	return true
+}
+
+// offTable ends l as lost with a *PhaseError naming its phase and event
+// e, which the phase table does not pair, and reports the loss, logged at
+// error level, on another goroutine (l.mu is held here). If l had already
+// ended, the log alone says so. l.mu must be held.
+func (l *Lock) offTable(e lockstate.Event) {
+	err := &PhaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
+	o := l.lostEvent(err)
+	if l.ended == nil {
+		l.phase = lockstate.Ended
+		l.endWith(err)
+	} else {
+		o.logOnly = true
+	}
+	l.c.reportLater([]outcome{o})
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
@@ -415,15 +436,23 @@ func (l *Lock) lostEvent(cause error) outcome {
 	return outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause}
 }
 
-// endLocked ends l with cause, once: it records the cause, cancels the
-// Lock's contexts, closes Done, stops the timers, leaves the renewal set
-// and fails the extensions still queued. l.mu must be held. It reports
-// whether this call ended the Lock.
+// endLocked ends l with cause, once (see endWith). l.mu must be held. It
+// reports whether this call ended the Lock with cause: false if it had
+// ended, or if the phase table refused the end (l then ended as lost with
+// a *PhaseError, reported by offTable).
 func (l *Lock) endLocked(cause error) bool {
-	if l.ended != nil {
+	if l.ended != nil || !l.to(lockstate.End) {
 		return false
 	}
-	l.to(lockstate.End)
+	l.endWith(cause)
+	return true
+}
+
+// endWith is the Lock's one exit, once its phase is ended: it records the
+// cause, cancels the Lock's contexts, closes Done, stops the timers,
+// leaves the renewal set and fails the extensions still queued. l.mu must
+// be held.
+func (l *Lock) endWith(cause error) {
 	l.ended = cause
 	if l.more != nil {
 		for _, cancel := range l.more.bound { // before Done closes: whoever sees the end sees them done
@@ -445,7 +474,6 @@ func (l *Lock) endLocked(cause error) bool {
 	l.expiry, l.retry = nil, nil
 	l.c.renewer.remove(l)
 	l.wakeQueue()
-	return true
 }
 
 // turn is an extension waiting in a Lock's queue: woken with granted, it
@@ -535,8 +563,7 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 	mine := false
 	switch l.phase {
 	case lockstate.Held:
-		l.to(lockstate.Extend)
-		mine = true
+		mine = l.to(lockstate.Extend)
 	case lockstate.Extending:
 		w := &turn{woken: make(chan struct{})}
 		m := l.moreLocked()
@@ -565,7 +592,9 @@ func (l *Lock) beginRenewal(ctx context.Context, start time.Time, ttl time.Durat
 	if l.phase != lockstate.Held || l.retry != nil {
 		return false, nil
 	}
-	l.to(lockstate.Extend)
+	if !l.to(lockstate.Extend) {
+		return false, nil // offTable ended l and reports it
+	}
 	_, evs, err := l.startLocked(ctx, start, start, ttl, opRenew, true)
 	return err == nil, evs
 }
@@ -648,7 +677,7 @@ func (l *Lock) passTurn() {
 		l.to(lockstate.HandOn)
 		return
 	}
-	l.to(lockstate.Settle)
+	l.to(lockstate.Settle) // off the table, l ends; Release goes on all the same
 	if l.idle != nil {
 		close(l.idle)
 		l.idle = nil
@@ -741,7 +770,9 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 		return left, ttl, false, l.ended, nil
 	}
 	waiting := l.phase == lockstate.Extending
-	l.to(lockstate.Release) // no extension starts after this
+	if !l.to(lockstate.Release) { // no extension starts after this
+		return left, ttl, false, l.ended, nil
+	}
 	if waiting {
 		idle := make(chan struct{})
 		l.idle = idle
@@ -756,7 +787,9 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 	if handOn && l.confirmed && l.remaining() > l.c.o.minValidity {
 		next = l.successor()
 	}
-	l.endLocked(ErrReleased)
+	if !l.endLocked(ErrReleased) {
+		return left, ttl, false, l.ended, nil
+	}
 	return left, ttl, false, nil, next
 }
 
