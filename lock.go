@@ -153,12 +153,17 @@ func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outco
 	}
 	l.setVotes(out.Votes)
 	if r.watchdog {
-		l.mu.Lock()
-		l.armExpiry()
-		c.renewer.add(c, l)
-		l.mu.Unlock()
+		l.watch()
 	}
 	return l
+}
+
+// watch starts the expiry timer and the renewals of a new watchdog Lock.
+func (l *Lock) watch() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armExpiry()
+	l.c.renewer.add(l.c, l)
 }
 
 // ord returns the hold's order, making it on first use. Every extension
@@ -370,14 +375,19 @@ func (l *Lock) Err() error {
 	if l == nil || l.c == nil { // nil, or a zero Lock not made by a Client
 		return ErrNotHeld
 	}
-	l.mu.Lock()
-	if l.ended == nil && l.remaining() <= 0 {
-		l.mu.Unlock()
+	if l.lapsed() {
 		l.end(l.expired())
-		l.mu.Lock()
 	}
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ended
+}
+
+// lapsed reports whether l has not ended but its deadline has passed.
+func (l *Lock) lapsed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended == nil && l.remaining() <= 0
 }
 
 // expired is the cause of a Lock whose deadline passed without a renewal.
@@ -405,27 +415,35 @@ func (l *Lock) armExpiry() {
 // onExpiry runs at the deadline the timer was set for; an extension may
 // have moved the deadline since, then it sets the timer again.
 func (l *Lock) onExpiry() {
+	if l.expiryDue() {
+		l.end(l.expired())
+	}
+}
+
+// expiryDue clears the timer that fired and reports whether l is to end
+// now; if its deadline moved later, it sets the timer again.
+func (l *Lock) expiryDue() bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.expiry = nil
 	if l.ended != nil {
-		l.mu.Unlock()
-		return
+		return false
 	}
 	if l.remaining() > 0 {
 		l.armExpiry()
-		l.mu.Unlock()
-		return
+		return false
 	}
-	l.mu.Unlock()
-	l.end(l.expired())
+	return true
 }
 
 // end ends the Lock with a loss, once, and reports it (Event "lost"). It
 // reports whether this call ended the Lock. l.mu must not be held.
 func (l *Lock) end(cause error) bool {
-	l.mu.Lock()
-	now := l.endLocked(cause)
-	l.mu.Unlock()
+	now := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock() // the phase hook may panic
+		return l.endLocked(cause)
+	}()
 	if now {
 		l.c.report(context.Background(), l.lostEvent(cause))
 	}
@@ -529,29 +547,37 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if !c.enter() {
 		return ErrClosed
 	}
-	begin := c.o.clock.Now()
-	start, evs, err := l.beginExtend(ctx, begin, ttl)
-	if err == nil {
-		cmd := node.Extend(l.keys, l.owner, ttl)
-		ord := l.ord() // before the round: see successor
-		c.prepare(ctx, ttl)
-		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			return ord.run(ctx, i, func() (int64, bool, error) {
-				// No after: an extension's yes shows the node kept our
-				// key, which a node restarted empty cannot do.
-				if _, err := c.before(ctx, i, ttl); err != nil {
-					return 0, false, err
-				}
-				return c.nodes[i].DoValue(ctx, cmd)
-			})
-		}).Wait(ctx)
-		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
-	}
-	c.exit()
+	evs, err := l.extendEntered(ctx, ttl)
 	for _, e := range evs {
 		c.report(ctx, e)
 	}
 	return err
+}
+
+// extendEntered is Extend once the call entered the Client: it returns
+// the events to report once the call has left, and Extend's error.
+func (l *Lock) extendEntered(ctx context.Context, ttl time.Duration) ([]outcome, error) {
+	c := l.c
+	defer c.exit() // also on a panic: Close must not wait for this call
+	begin := c.o.clock.Now()
+	start, evs, err := l.beginExtend(ctx, begin, ttl)
+	if err != nil {
+		return evs, err
+	}
+	cmd := node.Extend(l.keys, l.owner, ttl)
+	ord := l.ord() // before the round: see successor
+	c.prepare(ctx, ttl)
+	out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
+		return ord.run(ctx, i, func() (int64, bool, error) {
+			// No after: an extension's yes shows the node kept our
+			// key, which a node restarted empty cannot do.
+			if _, err := c.before(ctx, i, ttl); err != nil {
+				return 0, false, err
+			}
+			return c.nodes[i].DoValue(ctx, cmd)
+		})
+	}).Wait(ctx)
+	return l.settle(ctx, opExtend, begin, start, ttl, out)
 }
 
 // beginExtend waits for the turn of an Extend by ttl that began at begin,
@@ -808,8 +834,8 @@ func (l *Lock) successor() *Lock {
 // markPassed records that l's hold went to its successor.
 func (l *Lock) markPassed() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.to(lockstate.Pass)
-	l.mu.Unlock()
 }
 
 // startPassed starts the life of a successor taken by a waiter with max

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -292,4 +293,67 @@ func waitClosed(t *testing.T, c <-chan struct{}, what string) {
 	case <-time.After(5 * time.Second):
 		t.Fatalf("%s: not closed", what)
 	}
+}
+
+// within fails t unless f returns within a few seconds (a call that
+// waits on a mutex left locked never does).
+func within(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	waitClosed(t, done, what)
+}
+
+// recovered runs f, which must panic, and recovers the panic, as a
+// net/http handler's server does.
+func recovered(t *testing.T, f func()) {
+	t.Helper()
+	defer func() {
+		if recover() == nil {
+			t.Fatal("no panic")
+		}
+	}()
+	f()
+}
+
+// A panic out of a callback that a Lock calls under its mutex (here the
+// phase hook), recovered by the caller, leaves nothing locked: the same
+// Lock and the Client go on, and Close returns.
+func TestRecoveredPanicLeavesNothingLocked(t *testing.T) {
+	w := newPhaseWalk(t)
+	var boom atomic.Int32 // 1 + the event on which the hook panics, once
+	w.c.o.onPhase = func(_ lockstate.Phase, on lockstate.Event, _ lockstate.Phase) {
+		if boom.CompareAndSwap(int32(on)+1, 0) {
+			panic("hook")
+		}
+	}
+	ctx, ttl := context.Background(), time.Second
+
+	// Release: the hook panics as the Lock moves to releasing.
+	l := w.lock(ttl)
+	boom.Store(int32(lockstate.Release) + 1)
+	recovered(t, func() { l.Release(ctx) })
+	within(t, "Deadline after a panic in Release", func() { l.Deadline() })
+
+	// Err past the deadline: the hook panics as the Lock ends.
+	l = w.lock(ttl)
+	w.fc.Advance(ttl)
+	boom.Store(int32(lockstate.End) + 1)
+	recovered(t, func() { l.Err() })
+	within(t, "Err after a panic in Err", func() {
+		if err := l.Err(); !errors.Is(err, ErrLockLost) {
+			t.Errorf("Err = %v", err)
+		}
+	})
+
+	// A hand-on: the hook panics as the released Lock passes.
+	l = w.lock(ttl)
+	if _, _, _, _, next := l.beginRelease(true); next == nil {
+		t.Fatal("no successor")
+	}
+	boom.Store(int32(lockstate.Pass) + 1)
+	recovered(t, l.markPassed)
+	within(t, "Remaining after a panic in a hand-on", func() { l.Remaining() })
+
+	within(t, "Close", func() { w.c.Close() })
 }
