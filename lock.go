@@ -19,8 +19,9 @@ import (
 // error matching ErrNotHeld.
 //
 // A Lock ends once: released (Release), handed to a waiter of this Client
-// (a new Lock then holds it), or lost (its validity ran out, or an
-// extension found that a quorum no longer holds it). Ending records the
+// (a new Lock then holds it), or lost (its validity ran out, an
+// extension found that a quorum no longer holds it, or the package caught
+// a bug of its own in the Lock's phases: ErrInternal). Ending records the
 // cause, cancels Context (and Run's fn ctx), then closes Done, and stops
 // the Lock's timers.
 //
