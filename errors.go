@@ -48,6 +48,11 @@ var (
 	// ErrReleased is the cause of a Lock's end (context.Cause of its
 	// Context) after Release.
 	ErrReleased = errors.New("redlock: lock released")
+	// ErrInternal: this package caught a bug of its own. The Lock it hit
+	// ended as lost (the error also matches ErrLockLost) and the error
+	// was logged; the process and the Client's other locks go on. See
+	// *PhaseError.
+	ErrInternal = errors.New("redlock: internal error")
 )
 
 // Per-node reasons: the Err or Discounted of a NodeResult in a QuorumError
@@ -83,6 +88,23 @@ var (
 	// on the node when its fence register was to be raised to the token.
 	ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
 )
+
+// PhaseError is the cause of a Lock ended because an event came in a
+// phase of its life that the package's phase table does not pair with it
+// (a bug of this package). It matches ErrInternal and ErrLockLost.
+type PhaseError struct {
+	Keys  []string // the Lock's keys
+	Phase string   // the Lock's phase: "held", "extending", "releasing", "ended" or "passed"
+	Event string   // the event: "extend", "settle", "hand-on", "release", "end" or "pass"
+}
+
+func (e *PhaseError) Error() string {
+	return fmt.Sprintf("redlock: internal error: lock %s in phase %s has no transition on %s: lock lost",
+		quoteKeys(e.Keys), e.Phase, e.Event)
+}
+
+// Unwrap returns ErrInternal and ErrLockLost.
+func (e *PhaseError) Unwrap() []error { return []error{ErrInternal, ErrLockLost} }
 
 type maxHoldError struct{}
 

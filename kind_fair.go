@@ -70,8 +70,7 @@ type fairQueues struct {
 }
 
 type fairKey struct {
-	enter   sync.Mutex // held while a waiter takes its ticket and queues
-	mu      sync.Mutex // guards last and waiting
+	mu      sync.Mutex // guards last and waiting, and orders entries into the local queue
 	last    int64      // the last ticket taken here
 	waiting []node.Waiter
 	refs    int // guarded by fairQueues.mu
@@ -104,11 +103,15 @@ func (f *fairQueues) put(key string) {
 
 // fairEnter takes r's ticket and queues r, locally in ticket order: the
 // local queue's head then has this Client's lowest ticket. It returns the
-// Turn and what to call when r leaves (with the Lock it got, or nil).
+// Turn and what to call when r leaves (with the Lock it got, or nil), or
+// an error matching ErrNotObtained (and ctx's error if ctx ended it).
+//
+// Each waiter takes its ticket in a round of its own, holding no lock, so
+// that it ends with its ctx whatever another waiter's round waits for;
+// the local ticket (above the node's and every one taken here before) and
+// the place in the local queue are then taken together.
 func (c *Client) fairEnter(ctx context.Context, r *request, queue string) (*handoff.Turn, func(*Lock), error) {
-	fk := c.fair.get(queue)
-	fk.enter.Lock()
-	defer fk.enter.Unlock()
+	fk := c.fair.get(queue) // keeps fk.last while the round runs
 	top, out := c.ticket(ctx, r)
 	if top == 0 {
 		c.fair.put(queue)
@@ -127,8 +130,8 @@ func (c *Client) fairEnter(ctx context.Context, r *request, queue string) (*hand
 	fk.last = max(top, fk.last+1)
 	r.waiter = node.Waiter{ID: id, Ticket: fk.last}
 	fk.waiting = append(fk.waiting, r.waiter)
+	t := c.hub.EnterWant(queue, *r) // never blocks; under fk.mu, so that the local queue keeps ticket order
 	fk.mu.Unlock()
-	t := c.hub.EnterWant(queue, *r)
 	w := r.waiter
 	return t, func(l *Lock) { c.fairLeave(queue, fk, w, r, l) }, nil
 }

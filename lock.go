@@ -19,8 +19,9 @@ import (
 // error matching ErrNotHeld.
 //
 // A Lock ends once: released (Release), handed to a waiter of this Client
-// (a new Lock then holds it), or lost (its validity ran out, or an
-// extension found that a quorum no longer holds it). Ending records the
+// (a new Lock then holds it), or lost (its validity ran out, an
+// extension found that a quorum no longer holds it, or the package caught
+// a bug of its own in the Lock's phases: ErrInternal). Ending records the
 // cause, cancels Context (and Run's fn ctx), then closes Done, and stops
 // the Lock's timers.
 //
@@ -110,17 +111,38 @@ func (l *Lock) queueLen() int {
 	return len(l.more.queue)
 }
 
-// to moves l along the phase table on event e. A transition the table
-// does not list is a bug in this package, and panics. l.mu must be held.
-func (l *Lock) to(e lockstate.Event) {
+// to moves l along the phase table on event e and reports whether the
+// table lists that transition. One it does not list is a bug in this
+// package; it costs the Lock, not the process (to runs on timer and
+// renewer goroutines too): l then ends as lost (see offTable) and to
+// returns false. l.mu must be held.
+func (l *Lock) to(e lockstate.Event) bool {
 	next, ok := lockstate.Next(l.phase, e)
 	if !ok {
-		panic(fmt.Sprintf("redlock: lock phase %v has no transition on %v", l.phase, e))
+		l.offTable(e)
+		return false
 	}
 	if h := l.c.o.onPhase; h != nil {
 		h(l.phase, e, next)
 	}
 	l.phase = next
+	return true
+}
+
+// offTable ends l as lost with a *PhaseError naming its phase and event
+// e, which the phase table does not pair, and reports the loss, logged at
+// error level, on another goroutine (l.mu is held here). If l had already
+// ended, the log alone says so. l.mu must be held.
+func (l *Lock) offTable(e lockstate.Event) {
+	err := &PhaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
+	o := l.lostEvent(err)
+	if l.ended == nil {
+		l.phase = lockstate.Ended
+		l.endWith(err)
+	} else {
+		o.logOnly = true
+	}
+	l.c.reportLater([]outcome{o})
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
@@ -132,12 +154,17 @@ func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outco
 	}
 	l.setVotes(out.Votes)
 	if r.watchdog {
-		l.mu.Lock()
-		l.armExpiry()
-		c.renewer.add(c, l)
-		l.mu.Unlock()
+		l.watch()
 	}
 	return l
+}
+
+// watch starts the expiry timer and the renewals of a new watchdog Lock.
+func (l *Lock) watch() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armExpiry()
+	l.c.renewer.add(l.c, l)
 }
 
 // ord returns the hold's order, making it on first use. Every extension
@@ -349,14 +376,19 @@ func (l *Lock) Err() error {
 	if l == nil || l.c == nil { // nil, or a zero Lock not made by a Client
 		return ErrNotHeld
 	}
-	l.mu.Lock()
-	if l.ended == nil && l.remaining() <= 0 {
-		l.mu.Unlock()
+	if l.lapsed() {
 		l.end(l.expired())
-		l.mu.Lock()
 	}
+	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.ended
+}
+
+// lapsed reports whether l has not ended but its deadline has passed.
+func (l *Lock) lapsed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ended == nil && l.remaining() <= 0
 }
 
 // expired is the cause of a Lock whose deadline passed without a renewal.
@@ -384,27 +416,35 @@ func (l *Lock) armExpiry() {
 // onExpiry runs at the deadline the timer was set for; an extension may
 // have moved the deadline since, then it sets the timer again.
 func (l *Lock) onExpiry() {
+	if l.expiryDue() {
+		l.end(l.expired())
+	}
+}
+
+// expiryDue clears the timer that fired and reports whether l is to end
+// now; if its deadline moved later, it sets the timer again.
+func (l *Lock) expiryDue() bool {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.expiry = nil
 	if l.ended != nil {
-		l.mu.Unlock()
-		return
+		return false
 	}
 	if l.remaining() > 0 {
 		l.armExpiry()
-		l.mu.Unlock()
-		return
+		return false
 	}
-	l.mu.Unlock()
-	l.end(l.expired())
+	return true
 }
 
 // end ends the Lock with a loss, once, and reports it (Event "lost"). It
 // reports whether this call ended the Lock. l.mu must not be held.
 func (l *Lock) end(cause error) bool {
-	l.mu.Lock()
-	now := l.endLocked(cause)
-	l.mu.Unlock()
+	now := func() bool {
+		l.mu.Lock()
+		defer l.mu.Unlock() // the phase hook may panic
+		return l.endLocked(cause)
+	}()
 	if now {
 		l.c.report(context.Background(), l.lostEvent(cause))
 	}
@@ -415,15 +455,23 @@ func (l *Lock) lostEvent(cause error) outcome {
 	return outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause}
 }
 
-// endLocked ends l with cause, once: it records the cause, cancels the
-// Lock's contexts, closes Done, stops the timers, leaves the renewal set
-// and fails the extensions still queued. l.mu must be held. It reports
-// whether this call ended the Lock.
+// endLocked ends l with cause, once (see endWith). l.mu must be held. It
+// reports whether this call ended the Lock with cause: false if it had
+// ended, or if the phase table refused the end (l then ended as lost with
+// a *PhaseError, reported by offTable).
 func (l *Lock) endLocked(cause error) bool {
-	if l.ended != nil {
+	if l.ended != nil || !l.to(lockstate.End) {
 		return false
 	}
-	l.to(lockstate.End)
+	l.endWith(cause)
+	return true
+}
+
+// endWith is the Lock's one exit, once its phase is ended: it records the
+// cause, cancels the Lock's contexts, closes Done, stops the timers,
+// leaves the renewal set and fails the extensions still queued. l.mu must
+// be held.
+func (l *Lock) endWith(cause error) {
 	l.ended = cause
 	if l.more != nil {
 		for _, cancel := range l.more.bound { // before Done closes: whoever sees the end sees them done
@@ -445,7 +493,6 @@ func (l *Lock) endLocked(cause error) bool {
 	l.expiry, l.retry = nil, nil
 	l.c.renewer.remove(l)
 	l.wakeQueue()
-	return true
 }
 
 // turn is an extension waiting in a Lock's queue: woken with granted, it
@@ -501,29 +548,37 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if !c.enter() {
 		return ErrClosed
 	}
-	begin := c.o.clock.Now()
-	start, evs, err := l.beginExtend(ctx, begin, ttl)
-	if err == nil {
-		cmd := node.Extend(l.keys, l.owner, ttl)
-		ord := l.ord() // before the round: see successor
-		c.prepare(ctx, ttl)
-		out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
-			return ord.run(ctx, i, func() (int64, bool, error) {
-				// No after: an extension's yes shows the node kept our
-				// key, which a node restarted empty cannot do.
-				if _, err := c.before(ctx, i, ttl); err != nil {
-					return 0, false, err
-				}
-				return c.nodes[i].DoValue(ctx, cmd)
-			})
-		}).Wait(ctx)
-		evs, err = l.settle(ctx, opExtend, begin, start, ttl, out)
-	}
-	c.exit()
+	evs, err := l.extendEntered(ctx, ttl)
 	for _, e := range evs {
 		c.report(ctx, e)
 	}
 	return err
+}
+
+// extendEntered is Extend once the call entered the Client: it returns
+// the events to report once the call has left, and Extend's error.
+func (l *Lock) extendEntered(ctx context.Context, ttl time.Duration) ([]outcome, error) {
+	c := l.c
+	defer c.exit() // also on a panic: Close must not wait for this call
+	begin := c.o.clock.Now()
+	start, evs, err := l.beginExtend(ctx, begin, ttl)
+	if err != nil {
+		return evs, err
+	}
+	cmd := node.Extend(l.keys, l.owner, ttl)
+	ord := l.ord() // before the round: see successor
+	c.prepare(ctx, ttl)
+	out := c.round(ctx, opExtend, ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
+		return ord.run(ctx, i, func() (int64, bool, error) {
+			// No after: an extension's yes shows the node kept our
+			// key, which a node restarted empty cannot do.
+			if _, err := c.before(ctx, i, ttl); err != nil {
+				return 0, false, err
+			}
+			return c.nodes[i].DoValue(ctx, cmd)
+		})
+	}).Wait(ctx)
+	return l.settle(ctx, opExtend, begin, start, ttl, out)
 }
 
 // beginExtend waits for the turn of an Extend by ttl that began at begin,
@@ -535,8 +590,7 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 	mine := false
 	switch l.phase {
 	case lockstate.Held:
-		l.to(lockstate.Extend)
-		mine = true
+		mine = l.to(lockstate.Extend)
 	case lockstate.Extending:
 		w := &turn{woken: make(chan struct{})}
 		m := l.moreLocked()
@@ -565,7 +619,9 @@ func (l *Lock) beginRenewal(ctx context.Context, start time.Time, ttl time.Durat
 	if l.phase != lockstate.Held || l.retry != nil {
 		return false, nil
 	}
-	l.to(lockstate.Extend)
+	if !l.to(lockstate.Extend) {
+		return false, nil // offTable ended l and reports it
+	}
 	_, evs, err := l.startLocked(ctx, start, start, ttl, opRenew, true)
 	return err == nil, evs
 }
@@ -648,7 +704,7 @@ func (l *Lock) passTurn() {
 		l.to(lockstate.HandOn)
 		return
 	}
-	l.to(lockstate.Settle)
+	l.to(lockstate.Settle) // off the table, l ends; Release goes on all the same
 	if l.idle != nil {
 		close(l.idle)
 		l.idle = nil
@@ -741,7 +797,9 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 		return left, ttl, false, l.ended, nil
 	}
 	waiting := l.phase == lockstate.Extending
-	l.to(lockstate.Release) // no extension starts after this
+	if !l.to(lockstate.Release) { // no extension starts after this
+		return left, ttl, false, l.ended, nil
+	}
 	if waiting {
 		idle := make(chan struct{})
 		l.idle = idle
@@ -756,7 +814,9 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 	if handOn && l.confirmed && l.remaining() > l.c.o.minValidity {
 		next = l.successor()
 	}
-	l.endLocked(ErrReleased)
+	if !l.endLocked(ErrReleased) {
+		return left, ttl, false, l.ended, nil
+	}
 	return left, ttl, false, nil, next
 }
 
@@ -775,8 +835,8 @@ func (l *Lock) successor() *Lock {
 // markPassed records that l's hold went to its successor.
 func (l *Lock) markPassed() {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	l.to(lockstate.Pass)
-	l.mu.Unlock()
 }
 
 // startPassed starts the life of a successor taken by a waiter with max

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -115,6 +116,7 @@ type outcome struct {
 	err      error
 	left     time.Duration
 	passed   bool
+	logOnly  bool // only logged, not handed to the observers (an internal error on an ended Lock)
 	kind     Kind // of a failed acquisition (else the Lock's)
 }
 
@@ -161,6 +163,7 @@ type events struct {
 }
 
 // report logs o and hands it to the observers, on the caller's goroutine.
+// An internal error is logged even without a logger (to slog.Default).
 func (c *Client) report(ctx context.Context, o outcome) {
 	elapsed := c.o.clock.Now().Sub(o.begin)
 	if o.lock != nil {
@@ -168,7 +171,11 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	} else if o.kind == "" {
 		o.kind = KindPlain
 	}
-	if lg := c.o.logger; lg != nil {
+	lg := c.o.logger
+	if lg == nil && o.err != nil && errors.Is(o.err, ErrInternal) {
+		lg = slog.Default()
+	}
+	if lg != nil {
 		level, msg := o.level()
 		if lg.Enabled(ctx, level) {
 			attrs := []slog.Attr{
@@ -197,7 +204,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 			lg.LogAttrs(ctx, level, msg, attrs...)
 		}
 	}
-	if len(c.o.observers) == 0 {
+	if len(c.o.observers) == 0 || o.logOnly {
 		return
 	}
 	e := Event{Context: ctx, Op: o.op.pub(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
@@ -214,6 +221,8 @@ func (c *Client) report(ctx context.Context, o outcome) {
 
 func (o outcome) level() (slog.Level, string) {
 	switch {
+	case o.err != nil && errors.Is(o.err, ErrInternal):
+		return slog.LevelError, "redlock: internal error"
 	case o.op == opLost:
 		return slog.LevelWarn, "redlock: lock lost"
 	case o.err != nil && o.op == opAcquire:

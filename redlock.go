@@ -433,7 +433,8 @@ func (c *Client) TryLockKeys(ctx context.Context, keys []string, ttl time.Durati
 // also context.Cause of fn's ctx), or with the release's error; or the
 // acquisition's error if fn never ran. fn must stop touching the protected
 // resource once its ctx is done. fn's ctx carries the Lock: LockFrom
-// returns it (for its Token with WithFencing).
+// returns it (for its Token with WithFencing). If fn panics, the lock is
+// released before the panic goes on.
 func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...LockOption) error {
 	if fn == nil {
 		return invalid("nil function")
@@ -443,7 +444,15 @@ func (c *Client) Run(ctx context.Context, key string, fn func(ctx context.Contex
 		return err
 	}
 	work, cancel := l.bind(WithLock(ctx, l))
+	returned := false
+	defer func() {
+		if !returned { // a panic a caller may recover must not leave the lock renewed on
+			cancel()
+			_ = l.Release(context.WithoutCancel(ctx))
+		}
+	}()
 	ferr := fn(work)
+	returned = true
 	cancel()
 	lost := l.Err()
 	rerr := l.Release(context.WithoutCancel(ctx))

@@ -41,6 +41,16 @@ func (l *Lock) Release(ctx context.Context) error {
 	if !c.enter() {
 		return fmt.Errorf("%w: release %s: %w: the lock stays until its TTL", ErrNotHeld, quoteKeys(l.keys), ErrClosed)
 	}
+	o := l.releaseEntered(ctx)
+	c.report(ctx, o)
+	return o.err
+}
+
+// releaseEntered is Release once the call entered the Client: it returns
+// the release's event, reported by Release once the call has left.
+func (l *Lock) releaseEntered(ctx context.Context) outcome {
+	c := l.c
+	defer c.exit() // also on a panic: Close must not wait for this call
 	begin := c.o.clock.Now()
 	left, ttl, again, lost, next := l.beginRelease(c.mayHandOn(l))
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
@@ -53,9 +63,7 @@ func (l *Lock) Release(ctx context.Context) error {
 		o.err, o.round = l.deleteOnNodes(ctx, ttl, lost)
 		o.attempts = 1
 	}
-	c.exit()
-	c.report(ctx, o)
-	return o.err
+	return o
 }
 
 // deleteOnNodes deletes l's owner value on every node that may hold it

@@ -292,3 +292,33 @@ func totalScripts(t *testing.T, nodes []*harness.Node) int {
 	}
 	return n
 }
+
+// A panic out of Run's fn, recovered by the caller (as net/http's server
+// does), releases the lock: it is not renewed on, and another Client
+// takes it at once.
+func TestRunPanicReleases(t *testing.T) {
+	c, nodes := setup(t, 3)
+	other := client(t, nodes)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var held *redlock.Lock
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("Run did not pass fn's panic on")
+			}
+		}()
+		_ = c.Run(ctx, "run-panic", func(ctx context.Context) error {
+			held = redlock.LockFrom(ctx)
+			panic("fn")
+		})
+	}()
+	if err := held.Err(); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("Err after fn panicked = %v, want ErrReleased", err)
+	}
+	l, err := other.TryLock(ctx, "run-panic", 10*time.Second)
+	if err != nil {
+		t.Fatalf("another Client after fn panicked: %v", err)
+	}
+	_ = l.Release(ctx)
+}
