@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/node"
 )
 
 // Availability under majority restarts with durable votes: the workload
@@ -213,5 +215,99 @@ func TestSanityDurableTwinOverlaps(t *testing.T) {
 	t.Logf("B: %v; overlaps=%d %v", err, n, msgs)
 	if n == 0 {
 		t.Fatal("sanity case: an empty majority restart without quarantine showed no overlap")
+	}
+}
+
+// A fail-over to a replica that lags: nodes 0 and 1 are primaries, each
+// with a replica that synced the durable Clients' AOF stamps and then
+// stopped replicating (a lag that never caught up) before A took k; the
+// primaries die and their addresses now reach the replicas, promoted, as a
+// Sentinel fail-over or a moved DNS name would. The replicas carry the old
+// primaries' stamps (a full sync copies every key) but not A's lock, which
+// WAITAOF confirmed on the primaries' disks only. A promoted process never
+// counts as having kept its durable votes, so B, which knew the old
+// primaries, must stay out while A's lock is valid. Before that rule the
+// two replicas were exempt at once, as restarts that loaded their AOF, and
+// B held k with them.
+func TestDurableFailoverToLaggingReplica(t *testing.T) {
+	ctx := context.Background()
+	cfg := harness.DurableEverysec(t)
+	nodes := harness.Start(t, 3, cfg)
+	replicas := harness.Start(t, 2, cfg)
+	var upstream [2]atomic.Pointer[string]
+	urls := []string{"", "", nodes[2].URL()}
+	for i := range replicas {
+		addr := nodes[i].Addr
+		upstream[i].Store(&addr)
+		p, err := harness.NewProxy(func() string { return *upstream[i].Load() })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		urls[i] = p.URL()
+	}
+	opts := []redlock.Option{redlock.WithNodeTimeout(3 * time.Second), redlock.WithMaxAttempts(1), redlock.WithDurableVotes()}
+	a, err := redlock.NewFromURLs(urls, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	b, err := redlock.NewFromURLs(urls, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	for _, c := range []*redlock.Client{a, b} { // stamps on every node; every process known
+		l, err := c.TryLock(ctx, "fo:warm", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = l.Release(ctx)
+	}
+	for i, r := range replicas {
+		host, port, _ := strings.Cut(nodes[i].Addr, ":")
+		rc := r.Client()
+		if err := rc.Do(ctx, "replicaof", host, port).Err(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n, _ := rc.Exists(ctx, node.AOFStampKey).Result()
+			if n == 1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("replica %d has no AOF stamp after its sync", i)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if err := rc.Do(ctx, "replicaof", "no", "one").Err(); err != nil { // the lag: it sees nothing after this
+			t.Fatal(err)
+		}
+		rc.Close()
+	}
+	held, err := a.TryLock(ctx, "fo:k", 20*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range replicas {
+		nodes[i].Kill()
+		addr := r.Addr
+		upstream[i].Store(&addr)
+	}
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		l, err := b.TryLock(ctx, "fo:k", 2*time.Second)
+		if err == nil {
+			_ = l.Release(ctx)
+			t.Fatalf("B holds fo:k through the promoted replicas while A's lock is valid (B's quarantine %+v)", b.Stats().Quarantine)
+		}
+	}
+	if time.Until(held.Deadline()) < time.Second {
+		t.Fatal("the check ran past A's validity")
+	}
+	for i, w := range b.Stats().Quarantine.Nodes[:2] {
+		if w.Bound == redlock.BoundDurable {
+			t.Errorf("node %d, a promoted replica, exempt by durable votes: %+v", i, w)
+		}
 	}
 }
