@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -202,6 +203,9 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if res.cause == nil && !out.Reached {
 		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
+	if res.cause == nil && !out.Reached {
+		res.cause = c.incurable(out)
+	}
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)
 	}
@@ -220,6 +224,29 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	}
 	c.undo(ctx, keys, r.ttl, a)
 	return res, nil
+}
+
+// incurable returns why no retry of a round like out can reach the quorum:
+// so many nodes refused in a way the same command meets again (an ACL
+// without a command or key, a wrong password, a command the server does
+// not have: node.Incurable) that the others cannot make a quorum. Such a
+// call ends at once, with that refusal, instead of retrying until its ctx
+// ends. nil otherwise.
+func (c *Client) incurable(out quorum.Outcome) error {
+	var first error
+	k := 0
+	for _, v := range out.Votes {
+		if node.Incurable(v.Err) {
+			k++
+			if first == nil {
+				first = v.Err
+			}
+		}
+	}
+	if k == 0 || len(out.Votes)-k >= c.need {
+		return nil
+	}
+	return fmt.Errorf("redlock: %d of %d nodes refuse the call in a way no retry changes: %w", k, len(out.Votes), first)
 }
 
 // failed returns the event of a request that fails after n attempts, the

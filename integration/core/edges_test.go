@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,4 +183,87 @@ func TestRestartBehindConnectionKeepingProxy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A refusal that no retry can change ends Lock at its first attempt, with
+// that refusal, instead of retrying until its ctx ends: durable votes on a
+// server without WAITAOF (Redis 7.0 here: skipped where the default server
+// has it), a user whose ACL lacks INFO. A refusal of a minority does not
+// end the call (the others can still make the quorum).
+func TestIncurableRefusalEndsTheCall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	nodes := harness.Start(t, 3, harness.Config{})
+	attempts := func(t *testing.T, c *redlock.Client, key string) (int, error) {
+		t.Helper()
+		_, err := c.Lock(ctx, key, time.Second)
+		var qe *redlock.QuorumError
+		if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
+			t.Fatalf("Lock: %v, want a QuorumError", err)
+		}
+		return qe.Attempts, err
+	}
+	t.Run("durable votes without WAITAOF", func(t *testing.T) {
+		if harness.HasWAITAOF(mustServerPath(t)) {
+			t.Skip("the default server has WAITAOF")
+		}
+		c := client(t, nodes, redlock.WithDurableVotes())
+		if n, err := attempts(t, c, "incurable:waitaof"); n != 1 || !strings.Contains(err.Error(), "waitaof") {
+			t.Fatalf("%d attempts, err %v; want 1, naming WAITAOF", n, err)
+		}
+	})
+	t.Run("ACL without INFO", func(t *testing.T) {
+		urls := make([]string, len(nodes))
+		for i, n := range nodes {
+			admin := n.Client()
+			err := admin.Do(ctx, "acl", "setuser", "noinfo", "on", ">pw", "allkeys", "+@all", "-info").Err()
+			admin.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls[i] = "redis://noinfo:pw@" + n.Addr
+		}
+		c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if n, err := attempts(t, c, "incurable:info"); n != 1 || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("%d attempts, err %v; want 1, naming NOPERM", n, err)
+		}
+	})
+	t.Run("a minority refuses", func(t *testing.T) {
+		admin := nodes[0].Client()
+		defer admin.Close()
+		if err := admin.Do(ctx, "acl", "setuser", "part", "on", ">pw", "allkeys", "+@all", "-info").Err(); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes[1:] {
+			a := n.Client()
+			err := a.Do(ctx, "acl", "setuser", "part", "on", ">pw", "allkeys", "+@all").Err()
+			a.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		urls := []string{"redis://part:pw@" + nodes[0].Addr, "redis://part:pw@" + nodes[1].Addr, "redis://part:pw@" + nodes[2].Addr}
+		c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		l, err := c.Lock(ctx, "incurable:minority", time.Second)
+		if err != nil {
+			t.Fatalf("two of three nodes grant: %v", err)
+		}
+		_ = l.Release(ctx)
+	})
+}
+
+func mustServerPath(t *testing.T) string {
+	p, err := harness.ServerPath()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -64,3 +64,29 @@ func notRESP(err error) bool {
 	s := err.Error()
 	return strings.HasPrefix(s, "redis: can't parse") || strings.HasPrefix(s, "redis: invalid reply")
 }
+
+// incurablePrefixes begin the error replies that the same command will
+// get again however often it is sent: a missing permission or login, an
+// unknown command, a script command the ACL refuses.
+var incurablePrefixes = []string{"NOPERM", "WRONGPASS", "NOAUTH", "ERR unknown command", "ERR The user executing the script can't run"}
+
+// Incurable reports whether err is a refusal that no retry of the same
+// command can change (see incurablePrefixes): a node's ACL or version, not
+// its state. A vote the node could not confirm because it refused WAITAOF
+// is one; a timeout, OOM, LOADING, BUSY or MISCONF is not.
+func Incurable(err error) bool {
+	var nd *NotDurableError
+	if errors.As(err, &nd) {
+		err = nd.Err
+	}
+	var re redis.Error
+	if err == nil || !errors.As(err, &re) {
+		return false
+	}
+	for _, p := range incurablePrefixes {
+		if strings.HasPrefix(re.Error(), p) {
+			return true
+		}
+	}
+	return false
+}
