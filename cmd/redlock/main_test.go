@@ -21,6 +21,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	redis.SetLogger(quietRedis{}) // refused dials to the nodes tests stop
 	goleak.VerifyTestMain(m)
 }
 

@@ -21,6 +21,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	harness.QuietRedisLogs()
 	if os.Getenv(HelperEnv) != "" {
 		os.Exit(HelperMain())
 	}

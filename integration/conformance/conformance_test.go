@@ -16,6 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	harness.QuietRedisLogs()
 	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
 }
 

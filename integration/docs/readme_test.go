@@ -55,7 +55,7 @@ func snippets(t *testing.T, readme string) []snippet {
 
 // knownImports are the packages a fragment may name without importing.
 var knownImports = map[string]string{
-	"context": "context", "errors": "errors", "fmt": "fmt", "log": "log", "time": "time", "testing": "testing",
+	"context": "context", "errors": "errors", "fmt": "fmt", "log": "log", "time": "time", "testing": "testing", "slog": "log/slog",
 	"redlock":     "github.com/redlock-go/redlock",
 	"fence":       "github.com/redlock-go/redlock/fence",
 	"redlockotel": "github.com/redlock-go/redlock/redlockotel",

@@ -1,6 +1,12 @@
 package harness
 
-import "go.uber.org/goleak"
+import (
+	"context"
+	"os"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+)
 
 // IgnoreRedisDial is the goleak option for the one goroutine the tests
 // leave that is not ours: go-redis's pool retries a failed dial in the
@@ -9,3 +15,17 @@ import "go.uber.org/goleak"
 func IgnoreRedisDial() goleak.Option {
 	return goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial")
 }
+
+// QuietRedisLogs sends go-redis's own log lines ("failed to dial ...",
+// one per refused connection while a test has a node down) nowhere, unless
+// REDIS_LOGS is set: the tests' verdicts and their own logs stay readable.
+// Call it from TestMain.
+func QuietRedisLogs() {
+	if os.Getenv("REDIS_LOGS") == "" {
+		redis.SetLogger(quiet{})
+	}
+}
+
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}

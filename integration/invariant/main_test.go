@@ -22,6 +22,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	harness.QuietRedisLogs()
 	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
 }
 

@@ -19,6 +19,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	harness.QuietRedisLogs()
 	if err := loadACLLines(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
