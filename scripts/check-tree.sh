@@ -3,7 +3,8 @@
 #  - a replace directive in a go.mod: `go install ...@version` refuses a
 #    module whose go.mod has one, and a path replace points at the author's
 #    disk (local builds get the same effect from go.work);
-#  - a compiled binary (ELF, Mach-O, PE) or any file over 1 MB.
+#  - a compiled binary (ELF, Mach-O, PE) or any file over 1 MB;
+#  - a file or folder of the design card's layout missing.
 # It reads the index (what the next commit holds), so it needs only git, od.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,6 +49,14 @@ while IFS=$'\t' read -r _ path; do
 		fail=1
 	fi
 done < <(git ls-files --eol | grep '^i/-text')
+
+# The top-level layout the design card names stays where it says.
+for want in go.mod redlock.go drift.go clock internal/quorum internal/node integration docker-compose.yml README.md; do
+	if ! git ls-files --error-unmatch "$want" >/dev/null 2>&1 && [ -z "$(git ls-files "$want/" | head -1)" ]; then
+		echo "check-tree: $want is missing (the design card's layout: go.mod, redlock.go, drift.go, clock/, quorum, node, integration/, docker-compose.yml, README.md)"
+		fail=1
+	fi
+done
 
 if [ "$fail" -ne 0 ]; then
 	echo "check-tree: FAIL (git rm --cached the file, or move the replace to go.work)"

@@ -2,6 +2,12 @@ package redlock
 
 import "time"
 
+// The drift budget and validity: the part of a lock's TTL set aside for
+// the nodes' clocks running at other rates than the Client's, and what is
+// left of a lock once that and the time the attempt took are taken off.
+// The drift monitor (driftmon.go) discounts nodes whose clocks run outside
+// this budget.
+
 // clockResolution covers Redis's 1 ms expiry resolution.
 const clockResolution = 2 * time.Millisecond
 
