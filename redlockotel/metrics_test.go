@@ -71,6 +71,10 @@ func TestOutcome(t *testing.T) {
 		{redlock.Event{Op: "release"}, "released"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "timeout"))}, "held"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "no", "timeout", "refused"))}, "unavailable"},
+		// One node of five down beside a held key: the round was decided by
+		// the no answers; the outage did not change it.
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "pending", "pending", "refused"))}, "held"},
+		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "timeout", "timeout", "timeout", "pending"))}, "unavailable"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "yes", "pending", "pending"))}, "validity_expired"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.Canceled, 2, nil)}, "canceled"},
 		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 2, nodes("no", "no", "no"))}, "deadline"},

@@ -67,17 +67,24 @@ func Outcome(e redlock.Event) string {
 	return "error"
 }
 
-// heldElsewhere reports whether the nodes that answered no were, on their
-// own, enough to make the quorum impossible: the key is held by another
-// client, not merely unreachable.
+// heldElsewhere reports whether the key is held by another client rather
+// than the nodes unreachable: some node answered no, and the nodes that
+// failed could not have made the quorum even had each said yes. A node
+// down beside a held key (a tolerated minority outage) is still "held";
+// nodes not yet answered when the round was decided count for neither.
 func heldElsewhere(qe *redlock.QuorumError) bool {
-	no := 0
+	no, yes, failed := 0, 0, 0
 	for _, n := range qe.Nodes {
-		if n.Err == nil && !n.Vote {
+		switch {
+		case n.Vote:
+			yes++
+		case n.Err == nil:
 			no++
+		case !errors.Is(n.Err, redlock.ErrPending):
+			failed++
 		}
 	}
-	return len(qe.Nodes) > 0 && len(qe.Nodes)-no < qe.Need
+	return no > 0 && yes+failed < qe.Need
 }
 
 // nodeErrorType returns the error.type of a node call, or "" if it
