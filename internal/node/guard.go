@@ -27,11 +27,13 @@ var guardTail string
 type guardedScript struct {
 	script *redis.Script
 	src    string
+	hash   interface{} // script.Hash(), boxed once
 }
 
 func guardScript(src string) *guardedScript {
 	g := "local function body(KEYS, ARGV)\n" + src + "\nend\n" + guardTail
-	return &guardedScript{redis.NewScript(g), g}
+	s := redis.NewScript(g)
+	return &guardedScript{script: s, src: g, hash: s.Hash()}
 }
 
 // ProcessError is a grant refused by the node's process guard: the node
@@ -71,18 +73,26 @@ func (n *Node) process(want string, err error) error {
 // caller's goroutine) with the run_id of each process the guard found
 // instead. Safe for concurrent use.
 func (n *Node) Bind(runID string, changed func(got string)) {
-	n.expect.Store(&runID)
+	n.expect.Store(&boundProcess{runID, runID})
 	if changed != nil {
 		n.changed.Store(&changed)
 	}
 }
 
-// bound returns the run_id n's votes are bound to, "" if none.
-func (n *Node) bound() string {
+// boundProcess is the run_id n's votes are bound to, also boxed once (an
+// argument of every guarded command).
+type boundProcess struct {
+	id  string
+	arg interface{}
+}
+
+// bound returns the run_id n's votes are bound to, "" if none, and its
+// boxed form.
+func (n *Node) bound() (string, interface{}) {
 	if p := n.expect.Load(); p != nil {
-		return *p
+		return p.id, p.arg
 	}
-	return ""
+	return "", nil
 }
 
 // wire returns the arguments and source c goes out as on n: c's own, or,
@@ -90,18 +100,18 @@ func (n *Node) bound() string {
 // inserted as the script's first argument (a SET NX goes as the guarded
 // Lock script). want is the run_id it is bound to ("" unguarded).
 func (n *Node) wire(c *Cmd) (args []interface{}, src, want string) {
-	want = n.bound()
+	want, arg := n.bound()
 	if want == "" || c.g == nil {
 		return c.args, c.src, ""
 	}
 	if c.src == "" { // SET key value PX ms NX
-		return []interface{}{"evalsha", c.g.script.Hash(), 1, c.args[1], want, c.args[2], c.args[4]}, c.g.src, want
+		return []interface{}{"evalsha", c.g.hash, 1, c.args[1], arg, c.args[2], c.args[4]}, c.g.src, want
 	}
 	nk := c.args[2].(int)
 	args = make([]interface{}, 0, len(c.args)+1)
-	args = append(args, "evalsha", c.g.script.Hash())
+	args = append(args, "evalsha", c.g.hash)
 	args = append(args, c.args[2:3+nk]...)
-	args = append(args, want)
+	args = append(args, arg)
 	args = append(args, c.args[3+nk:]...)
 	return args, c.g.src, want
 }

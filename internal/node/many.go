@@ -74,7 +74,7 @@ type chunk struct {
 }
 
 func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
-	want := n.bound()
+	want, _ := n.bound()
 	sha, src := extendManyScript.Hash(), extendManySrc
 	if want != "" {
 		sha, src = extendManyG.script.Hash(), extendManyG.src

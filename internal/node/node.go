@@ -87,7 +87,7 @@ type Node struct {
 	aof bool
 	// expect is the run_id of the process n's votes are bound to, changed
 	// its watcher (see Bind).
-	expect  atomic.Pointer[string]
+	expect  atomic.Pointer[boundProcess]
 	changed atomicFn
 }
 
