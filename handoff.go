@@ -41,8 +41,21 @@ func (c *Client) handOn(l, next *Lock) bool {
 // notification like everyone else, and lets those that waited longer go
 // first (see rivals).
 func (c *Client) released(l *Lock) {
-	if c.hub != nil && len(l.keys) == 1 && int(l.passes) < c.o.localHandoff {
+	switch {
+	case c.hub == nil || len(l.keys) != 1:
+	case int(l.passes) < c.o.localHandoff:
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
+	default:
+		c.hub.Unheld(l.waitKey(), true) // where no notification can come, the next waiter's timer runs from now
+	}
+}
+
+// unheld tells l's local queue that l ended without a release (lost,
+// expired): the next waiter's timer runs from now, since no release will
+// be announced.
+func (c *Client) unheld(l *Lock) {
+	if c.hub != nil && len(l.keys) == 1 {
+		c.hub.Unheld(l.waitKey(), false)
 	}
 }
 

@@ -165,6 +165,9 @@ type events struct {
 // report logs o and hands it to the observers, on the caller's goroutine.
 // An internal error is logged even without a logger (to slog.Default).
 func (c *Client) report(ctx context.Context, o outcome) {
+	if o.op == opLost && o.lock != nil {
+		c.unheld(o.lock) // the one place every end without a release passes
+	}
 	elapsed := c.o.clock.Now().Sub(o.begin)
 	if o.lock != nil {
 		o.kind = o.lock.Kind()

@@ -187,6 +187,40 @@ func (h *Hub) ReleasedOwner(key, owner string) {
 	}
 }
 
+// Unheld tells key's local queue that this process no longer holds the
+// lock and did not hand it on: a head made head by LeaveHolding then waits
+// with its own timer like any head, for a node's notification or its
+// backoff, whichever comes first. released says the lock was deleted on
+// the nodes, which announce it: while enough nodes' subscriptions stand
+// (none held back after a refusal) to make the Hub's quorum, the head
+// waits for that notification alone, as it did while the lock was held
+// here. A lock that ended without a release (lost, expired) is announced
+// by nobody. It never blocks on the network.
+func (h *Hub) Unheld(key string, released bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.keys[key]
+	if q == nil || !q.held || released && h.announcing() {
+		return
+	}
+	q.held = false
+	if q.head != nil {
+		signal(q.head.wake)
+	}
+}
+
+// announcing reports whether enough nodes' subscriptions stand to make a
+// release's notification wake a waiter (see Config.Quorum). h.mu is held.
+func (h *Hub) announcing() bool {
+	n := 0
+	for _, s := range h.subs {
+		if s.held.IsZero() {
+			n++
+		}
+	}
+	return n > 0 && n >= h.quorum
+}
+
 // Queued reports whether key has local waiters now.
 func (h *Hub) Queued(key string) bool {
 	h.mu.Lock()

@@ -299,18 +299,18 @@ func TestLeavePromotes(t *testing.T) {
 	}
 }
 
-// A head that leaves holding the lock does not wake the next one (it
-// would only find the lock held by this process); this process's release
-// does.
+// A waiter made head by LeaveHolding (this process holds the lock) is not
+// woken, and whatever its d it waits (trying would only find the lock
+// held here) until this process's release wakes it.
 func TestLeaveHoldingDoesNotWake(t *testing.T) {
 	h := local(t)
 	a, b := h.Enter("k"), h.Enter("k")
 	defer b.Leave()
 	a.LeaveHolding()
-	if w, err := b.Wait(context.Background(), 0); w || err != nil {
-		t.Fatalf("b's Wait(0) after LeaveHolding = %v, %v; want nothing pending", w, err)
+	rb := waitAsync(context.Background(), b, 0)
+	for !h.waiting(b) {
+		runtime.Gosched()
 	}
-	rb := waitAsync(context.Background(), b, never)
 	blocked(t, rb, "b")
 	h.Released("k")
 	if r := get(t, rb); !r.woken || r.err != nil {
@@ -321,21 +321,25 @@ func TestLeaveHoldingDoesNotWake(t *testing.T) {
 	}
 }
 
-// A waiter that becomes head through LeaveHolding while in Wait is not
-// woken, but its timer runs from then: with nothing announcing the
-// release (no subscription, passes in a row used up) it ends its wait on
-// its own and polls.
-func TestLeaveHoldingStartsTimer(t *testing.T) {
+// A head made head by LeaveHolding waits, its timer stopped, while this
+// process holds the lock; once this process gives the lock up without
+// handing it on (Unheld: released to the nodes after its last local pass,
+// or lost) its timer runs: with nothing announcing the release (no
+// subscription) it ends its wait on its own and polls.
+func TestUnheldStartsTimer(t *testing.T) {
 	h := local(t)
 	a, b := h.Enter("k"), h.Enter("k")
 	defer b.Leave()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait the fallback would not
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait that nothing ends
 	defer cancel()
 	rb := waitAsync(ctx, b, 10*time.Millisecond)
 	for !h.waiting(b) {
 		runtime.Gosched()
 	}
 	a.LeaveHolding()
+	time.Sleep(30 * time.Millisecond) // three of b's timers: none may run while the lock is held here
+	blocked(t, rb, "b")
+	h.Unheld("k", false)
 	if r := get(t, rb); r.woken || r.err != nil {
 		t.Fatalf("b: woken %v, %v; want its wait ended by its timer", r.woken, r.err)
 	}

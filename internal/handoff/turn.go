@@ -22,6 +22,7 @@ type queue struct {
 	key        string
 	head, tail *Turn
 	pending    reason // a wake-up not yet consumed by the head's Wait
+	held       bool   // made head by LeaveHolding: this process holds the lock until a wake-up or Unheld
 	last       string // payload of the last wake-up, to drop duplicates
 	counting   string // payload whose notifications are being counted toward the quorum
 	seen       uint64 // nodes (sub index) that sent it
@@ -95,7 +96,9 @@ func (t *Turn) Take() any {
 // notification for the key arrives, Released is called for it, d has
 // elapsed since it became head in this call, or ctx is done. With d <= 0
 // it does not wait for a notification: it returns once head (consuming a
-// pending wake-up if there is one).
+// pending wake-up if there is one). A head made head by LeaveHolding
+// (this process holds the lock: trying would only find it) waits, whatever
+// d, for a wake-up or Hub.Unheld, and from Unheld on as any head does.
 //
 // woken is true when a wake-up (a node's notification, Released, or the
 // promotion to head after the previous head left) ended the wait, false
@@ -123,19 +126,18 @@ func (t *Turn) Wait(ctx context.Context, d time.Duration) (woken bool, err error
 		}
 		if t.q.head == t {
 			if r := t.q.pending; r != none {
-				t.q.pending = none
+				t.q.pending, t.q.held = none, false
 				h.mu.Unlock()
 				h.st.woken(r)
 				return true, nil
 			}
-			if d <= 0 || fired {
+			if held := t.q.held; !held && (d <= 0 || fired) {
 				h.mu.Unlock()
 				if fired {
 					h.st.timer.Add(1)
 				}
 				return false, nil
-			}
-			if timer == nil {
+			} else if !held && timer == nil {
 				timer = time.NewTimer(d)
 				expired = timer.C
 			}
@@ -176,8 +178,8 @@ func (t *Turn) Leave() { t.leave(true) }
 // LeaveHolding is Leave for a waiter that leaves with the lock: the next
 // waiter becomes head but is not woken, since trying now would only find
 // the lock held by this process; it waits for this process's release
-// (Released, Offer), a node's notification, or its own timer, which starts
-// now (a Wait with d <= 0 returns at once).
+// (Released, Offer), a node's notification, or Hub.Unheld, after which
+// its own timer runs.
 func (t *Turn) LeaveHolding() { t.leave(false) }
 
 func (t *Turn) leave(wakeNext bool) {
@@ -200,6 +202,7 @@ func (t *Turn) leave(wakeNext bool) {
 		delete(h.keys, q.key)
 		h.want(q.key, false)
 	} else if wasHead {
+		q.held = !wakeNext
 		if wakeNext && q.pending == none {
 			q.pending = wokenLeave
 		}
