@@ -37,16 +37,18 @@ func (c *Client) handOn(l, next *Lock) bool {
 }
 
 // released wakes this Client's next waiter of l once l was deleted on the
-// nodes; after the last pass allowed in a row it waits for the nodes'
-// notification like everyone else, and lets those that waited longer go
-// first (see rivals).
-func (c *Client) released(l *Lock) {
+// nodes (deleted: on a quorum of them); after the last pass allowed in a
+// row it waits for the nodes' notification like everyone else, and lets
+// those that waited longer go first (see rivals), or, where no
+// notification can come (the delete did not reach a quorum, or
+// subscriptions are refused), for its own timer.
+func (c *Client) released(l *Lock, deleted bool) {
 	switch {
 	case c.hub == nil || len(l.keys) != 1:
 	case int(l.passes) < c.o.localHandoff:
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	default:
-		c.hub.Unheld(l.waitKey(), true) // where no notification can come, the next waiter's timer runs from now
+		c.hub.Unheld(l.waitKey(), deleted)
 	}
 }
 

@@ -94,7 +94,7 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 		}
 		return c.release(ctx, i, l.keys, q, plain)
 	}).Wait(context.Background())
-	c.released(l)
+	c.released(l, out.Reached)
 	switch {
 	case lost != nil:
 		return fmt.Errorf("%w: release %s: %w", ErrNotHeld, quoteKeys(l.keys), lost), out
