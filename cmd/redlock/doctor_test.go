@@ -595,3 +595,46 @@ func TestDurableCheck(t *testing.T) {
 		}
 	}
 }
+
+// doctor run as a user made from exactly the README's doctor line (read
+// from README.md) reaches every node and judges every row it judges as
+// the default user: no check fails for a missing permission.
+func TestDoctorAsREADMEUser(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ACL SETUSER doctor ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("README.md has no ACL SETUSER doctor line")
+	}
+	var args []interface{}
+	for _, f := range strings.Fields(line) {
+		args = append(args, f)
+	}
+	urls := []string{durableNode(t), durableNode(t), durableNode(t)}
+	users := make([]string, len(urls))
+	for i, u := range urls {
+		if err := redisClient(t, u).Do(context.Background(), args...).Err(); err != nil {
+			t.Fatalf("%s on %s: %v", line, u, err)
+		}
+		users[i] = strings.Replace(u, "redis://", "redis://doctor:s3cret@", 1)
+	}
+	code, out, errOut := doctorRun(t, users, "--node-timeout", "1s")
+	if code != exitOK || strings.Contains(out+errOut, "NOPERM") {
+		t.Fatalf("exit %d, want 0 and no NOPERM\n%s%s", code, out, errOut)
+	}
+	for _, u := range users {
+		u = strings.Replace(u, "s3cret", "xxxxx", 1) // as doctor prints it
+		for _, c := range []string{checkRole, checkDistinct, checkPersistence, checkUptime, checkEviction, checkVersion, checkClock, checkLatency, checkRestartWindow} {
+			if v, reason := row(t, out, u, c); v != verdictOK {
+				t.Errorf("%s %s: %s %s", u, c, v, reason)
+			}
+		}
+	}
+}
