@@ -402,7 +402,11 @@ func (c *Client) Close() error {
 // error matches ErrNotObtained (and ctx.Err() if ctx ended it) and is a
 // *QuorumError with the last round's per-node answers; bad input (an empty
 // key, a zero or negative ttl, a nil option) matches ErrInvalidArgument and
-// sends nothing.
+// sends nothing. A lock that another Lock call of this Client released may
+// be passed on to this call without a round trip (the local hand-off):
+// then it has less than ttl left, though at least half of it; size work by
+// l.Deadline() or l.Remaining(), not by ttl, or turn the hand-off off
+// (WithLocalHandoff(LocalHandoffOff)) to always get a fresh ttl.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, []string{key}, ttl, true, opts)
 }
