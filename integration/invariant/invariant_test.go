@@ -31,12 +31,14 @@ type keySpec struct {
 	workers int
 }
 
+// The keys are under lock: (and their typed keys under {lock:), the
+// pattern of the README's ACL lines, which one Client's user is made of.
 var keySpecs = []keySpec{
-	{"key0", "plain", 8}, {"key1", "plain", 8}, {"key2", "plain", 8},
-	{"rw0", "rw", 5}, {"rw1", "rw", 5},
-	{"sem0", "sem", 5},
-	{"re0", "re", 4}, {"re1", "re", 4},
-	{"rw1", "mix", 2}, // plain Lock and LockKeys on a read-write lock's key: to a plain lock it is held
+	{"lock:key0", "plain", 8}, {"lock:key1", "plain", 8}, {"lock:key2", "plain", 8},
+	{"lock:rw0", "rw", 5}, {"lock:rw1", "rw", 5},
+	{"lock:sem0", "sem", 5},
+	{"lock:re0", "re", 4}, {"lock:re1", "re", 4},
+	{"lock:rw1", "mix", 2}, // plain Lock and LockKeys on a read-write lock's key: to a plain lock it is held
 }
 
 // avoid (INVARIANT_AVOID, a comma-separated list, or "known" for all)
@@ -143,6 +145,10 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 			}
 			return between(r, maxTTL-time.Second, maxTTL)
 		}},
+
+		// The README's ACL user for the lock types: no pub/sub permission
+		// (its waiters poll), every other path the library takes.
+		{name: "acl", ttl: fixed(300*time.Millisecond, 2*time.Second)},
 	}
 	// Every lease is set: maxTTL bounds every TTL, and so how often a
 	// node may restart empty (see nemesis).
@@ -152,6 +158,7 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		{redlock.WithWatchdog(2*time.Second, 500*time.Millisecond)},
 		{redlock.WithFencing(), redlock.WithWatchdog(1500*time.Millisecond, 400*time.Millisecond)},
 		{redlock.WithWatchdog(maxTTL, time.Second)},
+		{redlock.WithWatchdog(2*time.Second, 500*time.Millisecond)},
 	}
 	names := mrand.New(mrand.NewPCG(uint64(len(cs)), 7))
 	for i, c := range cs {
@@ -175,7 +182,11 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		} else {
 			o = append(o, redlock.WithRestartQuarantine(time.Second))
 		}
-		c.c = newClient(t, cl.urls(), o...)
+		urls := cl.urls()
+		if c.name == "acl" {
+			urls = cl.aclURLs()
+		}
+		c.c = newClient(t, urls, o...)
 	}
 	return cs
 }
@@ -596,7 +607,7 @@ func startWorkers(cs []*client, chk *checker, sd uint64, stop *atomic.Bool, ops 
 	n := 0
 	specs := keySpecs
 	if named("types") { // the plain keys only, as many workers as before the types
-		specs = []keySpec{{"key0", "plain", 10}, {"key1", "plain", 10}, {"key2", "plain", 10}}
+		specs = []keySpec{{"lock:key0", "plain", 10}, {"lock:key1", "plain", 10}, {"lock:key2", "plain", 10}}
 	}
 	for k, ks := range specs {
 		for g := 0; g < ks.workers; g++ {

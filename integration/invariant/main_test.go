@@ -12,6 +12,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,13 +27,15 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
 }
 
-// cluster is 5 nodes, the first persist of them with appendonly (a restart
-// keeps their keys), each behind a fault proxy that the Clients use (the
-// checker reads the nodes directly).
 // keptNodes is how many nodes (the last ones) the Clients reach through
 // connection-keeping proxies.
 const keptNodes = 2
 
+// cluster is 5 nodes, the first persist of them with appendonly (a restart
+// keeps their keys), each behind a fault proxy that the Clients use (the
+// checker reads the nodes directly). Every node has the README's ACL user
+// for the lock types (user locker, from an ACL file, so that it survives
+// restarts): one Client connects as that user (aclURLs).
 type cluster struct {
 	nodes   []*harness.Node
 	proxies []*harness.Proxy
@@ -42,10 +45,19 @@ type cluster struct {
 func startCluster(t testing.TB, persist int) *cluster {
 	t.Helper()
 	cl := &cluster{persist: persist}
-	if persist > 0 {
-		cl.nodes = harness.Start(t, persist, harness.Config{Persist: true})
+	lines, err := harness.READMEACLLines("../../README.md", "locker")
+	if err != nil {
+		t.Fatal(err)
 	}
-	cl.nodes = append(cl.nodes, harness.Start(t, 5-persist, harness.Config{})...)
+	acl, err := harness.ACLFile(t.TempDir(), lines[len(lines)-1]) // the lock types' line: every key of the workload
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--aclfile", acl}
+	if persist > 0 {
+		cl.nodes = harness.Start(t, persist, harness.Config{Persist: true, Args: args})
+	}
+	cl.nodes = append(cl.nodes, harness.Start(t, 5-persist, harness.Config{Args: args})...)
 	for i, n := range cl.nodes {
 		addr := n.Addr
 		// The last two nodes sit behind proxies that keep the Clients'
@@ -69,6 +81,15 @@ func (cl *cluster) urls() []string {
 	u := make([]string, len(cl.proxies))
 	for i, p := range cl.proxies {
 		u[i] = p.URL()
+	}
+	return u
+}
+
+// aclURLs are urls as the README's ACL user (password s3cret).
+func (cl *cluster) aclURLs() []string {
+	u := cl.urls()
+	for i := range u {
+		u[i] = strings.Replace(u[i], "redis://", "redis://locker:s3cret@", 1)
 	}
 	return u
 }

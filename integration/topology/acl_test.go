@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,29 +25,13 @@ var aclLine, aclHandoffLine, typesACLLine string
 // write) and +hdel (deletes register entries that expired).
 var aclCommands []string
 
-// readmeACLLines returns the README's "ACL SETUSER locker" lines, in
-// order (the doctor's own line is tested in cmd/redlock).
-func readmeACLLines() ([]string, error) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		return nil, err
-	}
-	var lines []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "ACL SETUSER locker ") {
-			lines = append(lines, l)
-		}
-	}
-	if len(lines) != 3 {
-		return nil, fmt.Errorf("README.md has %d ACL SETUSER lines, want 3 (lock, notifications, types): %q", len(lines), lines)
-	}
-	return lines, nil
-}
-
 func loadACLLines() error {
-	lines, err := readmeACLLines()
+	lines, err := harness.READMEACLLines("../../README.md", "locker")
 	if err != nil {
 		return err
+	}
+	if len(lines) != 3 {
+		return fmt.Errorf("README.md has %d ACL SETUSER locker lines, want 3 (lock, notifications, types): %q", len(lines), lines)
 	}
 	aclLine, aclHandoffLine, typesACLLine = lines[0], lines[1], lines[2]
 	aclCommands = nil
