@@ -630,6 +630,17 @@ func (c *checker) kinds() string {
 	return fmt.Sprintf("%v (%d reentrant entries of an earlier hold), calls %v", n, entries, c.tallies)
 }
 
+// byClient returns how many locks each Client (by its workload name) took.
+func (c *checker) byClient() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string]int{}
+	for _, r := range c.recs {
+		n[r.client]++
+	}
+	return n
+}
+
 // failed counts an acquisition (Lock, TryLock) of the workload that
 // failed at ret, by the error's class.
 func (c *checker) failed(err error, ret time.Time) {

@@ -685,6 +685,11 @@ func TestInvariant(t *testing.T) {
 	}
 	t.Logf("%d operations, %d locks, %d checks against the nodes, faults %v", ops.Load(), len(chk.recs), chk.samples.Load(), faults)
 	t.Logf("locks by type: %s", chk.kinds())
+	by := chk.byClient()
+	t.Logf("locks by Client: %v", by)
+	if by["acl"] == 0 {
+		t.Errorf("the Client made from the README's ACL line took no lock: its user cannot do what the README says it can")
+	}
 	t.Logf("locks per key per %v: %s", dur/10, chk.perKey(begin, dur/10))
 	t.Logf("failed acquisitions per %v: %s", dur/10, chk.failures(begin, dur/10))
 	if n := chk.count.Load(); n > 0 || os.Getenv("INVARIANT_FAULTS") != "" {
