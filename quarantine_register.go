@@ -233,10 +233,12 @@ func (c *Client) logWindow(i int, runID string, until time.Time, bound string) {
 }
 
 // readWitnesses reads the identity and TTL register of every node but i,
-// in parallel within the node timeout, and returns what each answered and
+// in parallel within the node timeout (at least retryRead), and returns what each answered and
 // the longest TTL any register carried (the fallback's share).
 func (c *Client) readWitnesses(i int) ([]witnessRead, time.Duration) {
-	ctx, cancel := context.WithTimeout(c.closing, c.o.nodeTimeout)
+	// In the background, so not the caller's node deadline: a loaded node
+	// that answers late would cost the proof, and the node the fallback.
+	ctx, cancel := context.WithTimeout(c.closing, max(c.o.nodeTimeout, retryRead))
 	defer cancel()
 	reads := make([]witnessRead, len(c.nodes))
 	var mu sync.Mutex
