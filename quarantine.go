@@ -507,43 +507,61 @@ func (c *Client) warnNode(ctx context.Context, i int, once *atomic.Bool, msg str
 	lg.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()), slog.String("error", err.Error()))
 }
 
-// identifyNew notes ttl (see noteTTL), then identifies, in
-// parallel within the node deadline for ttl, every node never identified
-// yet (first contact) that has not timed out: before the round, so that
-// two names of one server both known before either votes, and the later
-// one's vote is discounted (see quarantine.discount). A node that times
-// out here is suspect (probed, see nodeHealth) and, like a node whose
-// identity went stale on a redial, is identified on its own goroutine
-// before its command (identifyFirst): it does not hold up later rounds.
+// identifyNew notes ttl (see noteTTL), then identifies, in parallel
+// within the node deadline for ttl, every node never identified yet (first
+// contact) that has not timed out: before the round, so that two names of
+// one server are both known before either votes, and the later one's vote
+// is discounted (see quarantine.discount). It waits only until enough
+// nodes for a quorum are known or answered: a slow or frozen node does not
+// hold up the first round. Its identification goes on in the background
+// (tracked, so Close waits for it); a node that times out there is suspect
+// (probed, see nodeHealth), and a node still unknown is identified before
+// its own command, on its own goroutine (identifyFirst).
 func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 	if c.q == nil {
 		return
 	}
 	c.noteTTL(ttl)
 	var due uint64 // usually none, and then no context or timer is made
+	known, n := 0, 0
 	for i := range c.nodes {
-		if c.ids.learned[i].Load() == 0 && !c.health[i].suspect.Load() {
+		switch {
+		case c.ids.learned[i].Load() != 0:
+			known++
+		case !c.health[i].suspect.Load():
 			due |= 1 << i
+			n++
 		}
 	}
-	if due == 0 {
+	if n == 0 || known >= c.need {
 		return
 	}
-	var wg sync.WaitGroup
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
-	defer cancel()
+	var left atomic.Int32
+	left.Store(int32(n))
+	finish := func() { // the last identification ends the context
+		if left.Add(-1) == 0 {
+			cancel()
+		}
+	}
+	done := make(chan struct{}, n) // buffered: stragglers never block
+	c.wg.Add(n)
 	for i := range c.nodes {
 		if due&(1<<i) != 0 {
-			wg.Add(1)
 			go func(i int) {
-				defer wg.Done()
+				defer c.wg.Done()
 				if _ = c.identify(ctx, i); ctx.Err() != nil && c.stale(i) {
 					c.health[i].suspect.Store(true)
 				}
+				finish()
+				done <- struct{}{}
 			}(i)
 		}
 	}
-	wg.Wait()
+	for ; n > 0 && known < c.need; n-- {
+		<-done
+		known++
+	}
 }
 
 // identifyFirst identifies node i, if its identity is stale (a redial, or
@@ -615,13 +633,15 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
 		}
 	}
-	var pe *node.ProcessError
-	if errors.As(err, &pe) { // identified above (the guard marked the node stale): say what follows
-		if derr := c.discount(i); derr != nil {
-			return false, fmt.Errorf("%w; %w", err, derr)
+	if err != nil {
+		if node.IsProcessError(err) { // identified above (the guard marked the node stale): say what follows
+			if derr := c.discount(i); derr != nil {
+				return false, fmt.Errorf("%w; %w", err, derr)
+			}
 		}
+		return ok, err
 	}
-	if !ok || err != nil {
+	if !ok {
 		return ok, err
 	}
 	if derr := c.discount(i); derr != nil {

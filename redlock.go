@@ -71,6 +71,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/internal/deadline"
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
@@ -98,12 +99,13 @@ type Client struct {
 	gates   []gate       // what may discount a node's vote (see gate.go); fixed by New
 	// countsFn is quorum.Config.Counts over gates; nil when there are none.
 	countsFn func(int) bool
-	q        *quarantine // restart quarantine and alias gate; nil when off
-	around   callGate    // the gate that runs around lock commands (the quarantine's); nil when none
-	ids      identities  // dial counts and learned identities, for q
-	dm       *driftMon   // clock-drift monitor (and gate); nil when off
-	ops      inflight    // Lock, Extend and Release calls in progress; Close waits for them
-	wg       inflight    // node calls still in flight (stragglers)
+	q        *quarantine      // restart quarantine and alias gate; nil when off
+	around   callGate         // the gate that runs around lock commands (the quarantine's); nil when none
+	ids      identities       // dial counts and learned identities, for q
+	dm       *driftMon        // clock-drift monitor (and gate); nil when off
+	ops      inflight         // Lock, Extend and Release calls in progress; Close waits for them
+	wg       inflight         // node calls still in flight (stragglers)
+	ends     *deadline.Shared // the node calls' deadlines, shared by rounds ending together
 	closed   atomic.Bool
 	// closing is cancelled by Close; it ends the backoff waits of Lock.
 	closing context.Context
@@ -205,7 +207,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	if err := o.validate(len(clients)); err != nil {
 		return nil, err
 	}
-	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o}
+	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o, ends: deadline.New()}
 	seen := make(map[string]int, len(clients))
 	for i, cl := range clients {
 		if isNil(cl) {
@@ -569,8 +571,8 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // runs to its answer tells exactly what is there to undo. The caller's wait
 // (Round.Wait) still ends with ctx.
 func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.ValueCall) *quorum.Round {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(o)}
+	ctx = c.ends.Within(ctx, timeout) // no timer of its own: the slot's is shared
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Counts: c.counts(o)}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, o, i, v) }
 	}

@@ -51,6 +51,12 @@ func (e *ProcessError) Error() string {
 
 func (e *ProcessError) Unwrap() error { return e.Err }
 
+// IsProcessError reports whether err is or wraps a *ProcessError.
+func IsProcessError(err error) bool {
+	var pe *ProcessError
+	return errors.As(err, &pe)
+}
+
 const procPrefix = "REDLOCKPROC "
 
 // process turns the guard's refusal into a *ProcessError (and tells the
