@@ -11,14 +11,14 @@ import (
 	"github.com/redlock-go/redlock/internal/node"
 )
 
-// TTLRegisterKey is the key of a node's TTL register: a hash the Clients
+// TTLRegisterKey is the key of a node's TTL register, "redlock:ttl": a hash the Clients
 // write before they take a lock with a TTL, one field per TTL, each with
 // the time until which a lock of that TTL may still be held on the node.
 // A restarted node is kept out of the quorum for as long as the other
 // nodes' registers say (see the restart quarantine in SAFETY.md).
 const TTLRegisterKey = node.TTLRegisterKey
 
-// LegacyMaxTTLKey is the key of the register earlier versions wrote: a
+// LegacyMaxTTLKey, "redlock:max-ttl", is the register earlier versions wrote: a
 // string, the longest TTL in milliseconds, which never expires. Clients
 // still honour it; delete it once every Client is upgraded.
 const LegacyMaxTTLKey = node.MaxTTLKey
