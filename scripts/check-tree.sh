@@ -4,7 +4,10 @@
 #    module whose go.mod has one, and a path replace points at the author's
 #    disk (local builds get the same effect from go.work);
 #  - a compiled binary (ELF, Mach-O, PE) or any file over 1 MB;
-#  - a file or folder of the design card's layout missing.
+#  - a file or folder of the design card's layout missing;
+#  - a module other than the root importing the library's internal/
+#    packages: a released binary would then depend on code that may change
+#    in any version (tools use the public packages, e.g. redlock/admin).
 # It reads the index (what the next commit holds), so it needs only git, od.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +53,18 @@ while IFS=$'\t' read -r _ path; do
 	fi
 done < <(git ls-files --eol | grep '^i/-text')
 
+# Only the root module may import its internal/ packages (Go allows every
+# module under its path to). integration/ is exempt: it tests the internal
+# packages against real servers, and it is never released.
+for mod in $(git ls-files --cached '*/go.mod' | sed 's|/go.mod$||'); do
+	[ "$mod" = integration ] && continue
+	if out=$(git grep --cached -n -F '"github.com/redlock-go/redlock/internal/' -- "$mod/*.go"); then
+		echo "check-tree: module $mod imports the library's internal packages (use the public ones, e.g. github.com/redlock-go/redlock/admin):"
+		echo "$out"
+		fail=1
+	fi
+done
+
 # The top-level layout the design card names stays where it says.
 for want in go.mod redlock.go drift.go clock internal/quorum internal/node integration docker-compose.yml README.md; do
 	if ! git ls-files --error-unmatch "$want" >/dev/null 2>&1 && [ -z "$(git ls-files "$want/" | head -1)" ]; then
@@ -59,7 +74,7 @@ for want in go.mod redlock.go drift.go clock internal/quorum internal/node integ
 done
 
 if [ "$fail" -ne 0 ]; then
-	echo "check-tree: FAIL (git rm --cached the file, or move the replace to go.work)"
+	echo "check-tree: FAIL (git rm --cached the file, move the replace to go.work, or import the public packages)"
 	exit 1
 fi
 echo "check-tree: ok ($(git ls-files | wc -l) tracked files)"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/internal/nodeurl"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // nodesEnv names the environment variable that lists the nodes when
@@ -113,10 +114,10 @@ func (s *nodeSet) close() { closeAll(s.clients) }
 func connectSome(urls []string) (*nodeSet, error) {
 	s := &nodeSet{shown: maskAll(urls), clients: make([]*redis.Client, len(urls)), missing: make([]string, len(urls))}
 	for i, u := range urls {
-		opt, err := nodeurl.Parse(u)
+		opt, err := parseURL(u)
 		if err != nil {
 			s.close()
-			return nil, usageErr("bad node URL %v", err)
+			return nil, err
 		}
 		opt.ContextTimeoutEnabled = true
 		opt.DialTimeout = 2 * time.Second
@@ -187,11 +188,22 @@ func closeAll(cs []*redis.Client) {
 	}
 }
 
+// parseURL parses a node URL as NewFromURLs does; a bad one is a usage
+// error (exit 2) naming what is wrong, its password masked.
+func parseURL(u string) (*redis.Options, error) {
+	o, err := admin.ParseURL(u)
+	var ue *admin.URLError
+	if errors.As(err, &ue) {
+		return nil, usageErr("bad node URL %v", ue.Err)
+	}
+	return o, err
+}
+
 // maskAll returns the URLs to show, their passwords masked.
 func maskAll(urls []string) []string {
 	out := make([]string, len(urls))
 	for i, u := range urls {
-		out[i] = nodeurl.Mask(u)
+		out[i] = admin.MaskURL(u)
 	}
 	return out
 }

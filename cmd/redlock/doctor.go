@@ -18,9 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/drift"
-	"github.com/redlock-go/redlock/internal/node"
-	"github.com/redlock-go/redlock/internal/nodeurl"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // Verdicts of a doctor check.
@@ -199,7 +197,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 		for i, u := range urls {
 			var err error
 			if opts[i], shown[i], err = doctorParseURL(u); err != nil {
-				return usageErr("bad node URL %v", err)
+				return err
 			}
 		}
 		q := *quorum
@@ -247,10 +245,10 @@ func report(out io.Writer, rep DoctorReport, cfg doctorConfig, asJSON bool) erro
 }
 
 // doctorParseURL parses a node URL as the library's NewFromURLs does
-// (nodeurl.Parse) and returns the options doctor dials with and the URL to
+// (parseURL) and returns the options doctor dials with and the URL to
 // show, its password masked.
 func doctorParseURL(s string) (*redis.Options, string, error) {
-	o, err := nodeurl.Parse(s)
+	o, err := parseURL(s)
 	if err != nil {
 		return nil, "", err
 	}
@@ -259,7 +257,7 @@ func doctorParseURL(s string) (*redis.Options, string, error) {
 	o.MaxRetries = -1
 	o.DialerRetries = 1 // a node that does not answer is reported, not redialled
 	o.PoolSize = 2
-	return o, nodeurl.Mask(s), nil
+	return o, admin.MaskURL(s), nil
 }
 
 // doctor examines every node at once (the clock sampling takes the whole
@@ -447,8 +445,8 @@ func configGet(ctx context.Context, c *redis.Client, name string) (string, error
 	return v, nil
 }
 
-// parseInfo is node.InfoFields, the one INFO parser of the project.
-func parseInfo(s string) map[string]string { return node.InfoFields(s) }
+// parseInfo is admin.InfoFields, the one INFO parser of the project.
+func parseInfo(s string) map[string]string { return admin.InfoFields(s) }
 
 // serverVersion reads the server and version from INFO server: Valkey 8+
 // shows valkey_version (its redis_version stays 7.2.4 for clients that
@@ -470,7 +468,7 @@ func serverVersion(in map[string]string) (server, version string) {
 // time since the first send, on the client's monotonic clock; the node's
 // TIME; the round trip) and the wall-clock offset, which only doctor uses.
 type timeSample struct {
-	drift.Sample
+	admin.ClockSample
 	offset time.Duration // node time − client wall time at the round trip's midpoint
 }
 
@@ -502,7 +500,7 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 		cancel()
 		if err == nil {
 			mid := t1.Add(r / 2)
-			times = append(times, timeSample{drift.Sample{Client: t1.Sub(start), Node: nt, RTT: r}, nt.Sub(mid)})
+			times = append(times, timeSample{admin.ClockSample{Client: t1.Sub(start), Node: nt, RTT: r}, nt.Sub(mid)})
 			answered = true
 		}
 		if answered {
@@ -533,15 +531,15 @@ func fitClock(all []timeSample, budget float64) *ClockReport {
 	if len(all) < 3 {
 		return nil
 	}
-	e := drift.New(drift.Config{Window: len(all), MinSamples: 3})
-	for _, s := range all {
-		e.Add(s.Sample)
+	cs := make([]admin.ClockSample, len(all))
+	for i, s := range all {
+		cs[i] = s.ClockSample
 	}
-	bound := e.Bound()
-	if math.IsInf(bound, 1) {
+	e, err := admin.EstimateDrift(cs)
+	if err != nil || !e.Known { // sample sends are in order: err is not reached
 		return nil
 	}
-	used := all[len(all)-e.Samples():]
+	used := all[len(all)-e.Samples:]
 	first, last := used[0], used[len(used)-1]
 	best := used[0]
 	for _, s := range used {
@@ -554,11 +552,11 @@ func fitClock(all []timeSample, budget float64) *ClockReport {
 		WindowMs:       ms(last.Client + last.RTT/2 - first.Client - first.RTT/2), // midpoint to midpoint
 		OffsetMs:       ms(best.offset),
 		OffsetErrMs:    ms(best.RTT / 2),
-		RateErrorPPM:   e.Error() * 1e6,
-		ResolutionPPM:  bound * 1e6,
-		MaxResidualUs:  maxResidual(used, 1/(1-e.Error())),
+		RateErrorPPM:   e.Error * 1e6,
+		ResolutionPPM:  e.Bound * 1e6,
+		MaxResidualUs:  maxResidual(used, e.Rate),
 		DriftBudgetPPM: budget * 1e6,
-		Jumps:          e.Jumps(),
+		Jumps:          e.Jumps,
 		StepsBack:      stepsBack(all),
 	}
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/drift"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // redisNode starts a redis-server process with extra arguments (the
@@ -388,7 +388,7 @@ func TestDoctorFitClock(t *testing.T) {
 		rtt := time.Duration(100+(i%3)*20) * time.Microsecond
 		jitter := time.Duration((i%5)-2) * 10 * time.Microsecond // within ±rtt/2
 		node := base.Add(time.Duration(float64(mid)*(1+ppm/1e6)) + jitter)
-		ss = append(ss, timeSample{drift.Sample{Client: mid - rtt/2, Node: node, RTT: rtt}, 5 * time.Millisecond})
+		ss = append(ss, timeSample{admin.ClockSample{Client: mid - rtt/2, Node: node, RTT: rtt}, 5 * time.Millisecond})
 	}
 	c := fitClock(ss, 0.01)
 	if c == nil || math.Abs(c.RateErrorPPM-ppm) > c.ResolutionPPM || c.ResolutionPPM > 250 || c.Samples != 21 ||
@@ -527,7 +527,7 @@ func TestDoctorFenceClocks(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
 	var ss []timeSample
 	for _, d := range []time.Duration{0, time.Second, 500 * time.Millisecond, 2 * time.Second} {
-		ss = append(ss, timeSample{Sample: drift.Sample{Node: base.Add(d)}})
+		ss = append(ss, timeSample{ClockSample: admin.ClockSample{Node: base.Add(d)}})
 	}
 	if n := stepsBack(ss); n != 1 {
 		t.Fatalf("stepsBack %d, want 1", n)

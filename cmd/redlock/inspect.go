@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // NodeHold is what one node holds for a key.
@@ -212,7 +212,7 @@ func scanNode(ctx context.Context, c *redis.Client, urls []string, pattern strin
 			return err
 		}
 		for _, k := range keys {
-			if isFenceKey(k) || k == node.MaxTTLKey || k == node.TTLRegisterKey { // not locks: a lock's fence register, the Clients' TTL registers
+			if isFenceKey(k) || admin.IsRegisterKey(k) { // not locks: a lock's fence register, the Clients' TTL registers
 				continue
 			}
 			if _, ok := per[k]; !ok {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // checkRestartWindow is doctor's check of the restart quarantine's TTL
@@ -17,7 +17,7 @@ import (
 const checkRestartWindow = "restart-window"
 
 // RegisterReport is one node's restart-quarantine TTL register
-// (node.TTLRegisterKey): the TTLs of the locks that may still be held there.
+// (admin.TTLRegisterKey): the TTLs of the locks that may still be held there.
 type RegisterReport struct {
 	Entries  []RegisterEntry `json:"entries"`
 	LegacyMs int64           `json:"legacy_max_ttl_ms,omitempty"` // the raise-only redlock:max-ttl of earlier versions (never expires)
@@ -34,7 +34,7 @@ type RegisterEntry struct {
 func readRegisterReport(ctx context.Context, c redis.Cmdable) *RegisterReport {
 	cctx, cancel := context.WithTimeout(ctx, doctorCallTimeout)
 	defer cancel()
-	reg, err := node.ReadRegister(cctx, c)
+	reg, err := admin.ReadRegister(cctx, c)
 	if err != nil {
 		return &RegisterReport{Error: explain(err)}
 	}
@@ -55,7 +55,7 @@ func (r *RegisterReport) String() string {
 		parts = append(parts, fmt.Sprintf("%v (%v left)", time.Duration(e.TTLms)*time.Millisecond, time.Duration(e.LeftMs)*time.Millisecond))
 	}
 	if r.LegacyMs > 0 {
-		parts = append(parts, fmt.Sprintf("legacy %s %v (never expires)", node.MaxTTLKey, time.Duration(r.LegacyMs)*time.Millisecond))
+		parts = append(parts, fmt.Sprintf("legacy %s %v (never expires)", admin.LegacyMaxTTLKey, time.Duration(r.LegacyMs)*time.Millisecond))
 	}
 	if len(parts) == 0 {
 		return "empty"
@@ -91,14 +91,14 @@ func restartWindowCheck(nodes []NodeReport, i int) Check {
 	}
 	msg := fmt.Sprintf("%s; a restart now would keep this node out for at most %v (bound: register)", own, window)
 	if legacy {
-		return Check{checkRestartWindow, verdictWarn, msg + "; the legacy " + node.MaxTTLKey + " never expires: delete it once every client is upgraded"}
+		return Check{checkRestartWindow, verdictWarn, msg + "; the legacy " + admin.LegacyMaxTTLKey + " never expires: delete it once every client is upgraded"}
 	}
 	return Check{checkRestartWindow, verdictOK, msg}
 }
 
 // printRegisters prints each node's TTL register under inspect's report.
 func printRegisters(ctx context.Context, out io.Writer, clients []*redis.Client, urls []string) {
-	fmt.Fprintln(out, "\nrestart quarantine TTL registers ("+node.TTLRegisterKey+"):")
+	fmt.Fprintln(out, "\nrestart quarantine TTL registers ("+admin.TTLRegisterKey+"):")
 	for i, c := range clients {
 		if c == nil { // not reached (see inspect's warning)
 			fmt.Fprintf(out, "  %s: ?\n", urls[i])
