@@ -75,6 +75,7 @@ import (
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Client locks keys across a fixed set of nodes. It is safe for concurrent
@@ -641,10 +642,10 @@ func (c *Client) backoff(o *callOptions, attempt int) time.Duration {
 	return half + time.Duration(mrand.Int64N(int64(d-half)+1))
 }
 
-func (c *Client) results(out quorum.Outcome) []NodeResult {
-	r := make([]NodeResult, len(out.Votes))
+func (c *Client) results(out quorum.Outcome) []observe.NodeResult {
+	r := make([]observe.NodeResult, len(out.Votes))
 	for i, v := range out.Votes {
-		r[i] = NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
+		r[i] = observe.NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
 		if v.Discounted {
 			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
 				r[i].Discounted = errDiscounted // the gate has cleared since the round
