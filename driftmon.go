@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/drift"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // DriftError says which node's clock is out of bounds and by how much. It
@@ -49,8 +50,8 @@ func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 // is logged (Warn when out, Info when back) and counted (Client.Stats().Drift).
 //
 // With DriftExclude, an out-of-bounds node's yes does not count toward the
-// quorum (it still receives every command): a round's NodeResult.Discounted
-// then matches ErrClockDrift. Without it the monitor only reports.
+// quorum (it still receives every command): a round's
+// observe.NodeResult.Discounted then matches ErrClockDrift. Without it the monitor only reports.
 //
 // A zero every is DefaultDriftEvery; a negative one is refused by New. The
 // first TIME goes out `every` after New; Close stops the monitor and waits
@@ -76,25 +77,6 @@ type DriftMode int
 // clock is out of bounds, instead of only reporting it.
 const DriftExclude DriftMode = iota + 1
 
-// DriftStats is what the drift monitor has seen (see WithDriftMonitor).
-type DriftStats struct {
-	Samples  uint64      // TIME answers fed to the estimators
-	Failures uint64      // TIME calls that failed or timed out
-	Flagged  uint64      // times a node went out of bounds (drift beyond the factor, or a jump)
-	Jumps    uint64      // clock jumps detected
-	Nodes    []NodeDrift // per node, in node order; nil when the monitor is off
-}
-
-// NodeDrift is the drift monitor's estimate for one node.
-type NodeDrift struct {
-	Addr  string
-	Known bool    // the rate is estimated within the tolerance (half the drift factor)
-	Rate  float64 // nodeRate/clientRate: the estimate so far (1 before two samples give one)
-	Drift float64 // 1 - clientRate/nodeRate; positive: the Client's clock runs slow (the unsafe side)
-	Bound float64 // half-width of the interval that holds the true Drift
-	Out   error   // a *DriftError while out of bounds, else nil
-}
-
 // driftMon is the drift monitor and, with exclude, the gate of
 // out-of-bounds nodes.
 type driftMon struct {
@@ -104,8 +86,8 @@ type driftMon struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	est    []*drift.Estimator
-	out    []*DriftError // per node: why it is out of bounds; nil when not
-	stats  DriftStats    // counters only (Nodes unset)
+	out    []*DriftError      // per node: why it is out of bounds; nil when not
+	stats  observe.DriftStats // counters only (Nodes unset)
 }
 
 // setupDrift makes the monitor (and gate) when WithDriftMonitor is on;
@@ -248,19 +230,19 @@ func (m *driftMon) discount(i int) error {
 }
 
 // driftStats returns what the drift monitor has seen so far; the zero
-// DriftStats when it is off (see WithDriftMonitor).
-func (c *Client) driftStats() DriftStats {
+// observe.DriftStats when it is off (see WithDriftMonitor).
+func (c *Client) driftStats() observe.DriftStats {
 	m := c.dm
 	if m == nil {
-		return DriftStats{}
+		return observe.DriftStats{}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	s := m.stats
-	s.Nodes = make([]NodeDrift, len(m.est))
+	s.Nodes = make([]observe.NodeDrift, len(m.est))
 	for i, e := range m.est {
 		r, ok := e.Rate()
-		s.Nodes[i] = NodeDrift{Addr: c.nodes[i].Addr(), Known: ok, Rate: r, Drift: e.Error(), Bound: e.Bound()}
+		s.Nodes[i] = observe.NodeDrift{Addr: c.nodes[i].Addr(), Known: ok, Rate: r, Drift: e.Error(), Bound: e.Bound()}
 		if m.out[i] != nil {
 			s.Nodes[i].Out = m.out[i]
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Sentinel errors. Every error the package returns matches one of them with
@@ -55,11 +56,11 @@ var (
 	ErrInternal = errors.New("redlock: internal error")
 )
 
-// Per-node reasons: the Err or Discounted of a NodeResult in a QuorumError
-// (Lock.Votes, Event.Nodes, NodeEvent.Err) says why one node's vote did not
-// count. They never come alone from a call: the call's error is a
-// QuorumError matching ErrNotObtained, ErrNotExtended, ErrLockLost or
-// ErrNotHeld.
+// Per-node reasons: the Err or Discounted of an observe.NodeResult in a
+// QuorumError (Lock.Votes, observe.Event.Nodes, observe.NodeEvent.Err) says
+// why one node's vote did not count. They never come alone from a call: the
+// call's error is a QuorumError matching ErrNotObtained, ErrNotExtended,
+// ErrLockLost or ErrNotHeld.
 var (
 	// ErrPending: the node had not answered when the round was decided
 	// (its call goes on in the background).
@@ -117,34 +118,19 @@ func isMaxHold(err error) bool { return errors.Is(err, ErrMaxHold) }
 // before the error was built.
 var errDiscounted = errors.New("redlock: vote not counted")
 
-// NodeResult is what one node answered in a round.
-type NodeResult struct {
-	Addr    string        // the node's address
-	Vote    bool          // it said yes (granted, extended, released)
-	Err     error         // the call failed, timed out (Timeout), was still pending (ErrPending), or was not sent (ErrNodeSkipped)
-	Latency time.Duration // from the start of the round to the answer
-	// Discounted, if set, says why the node's yes did not count toward the
-	// quorum (ErrNodeQuarantined, ErrSameServer, ErrClockDrift): the node
-	// received the command, but its vote could not be trusted.
-	Discounted error
-}
-
-// Timeout reports whether the call hit its deadline.
-func (r NodeResult) Timeout() bool { return node.IsTimeout(r.Err) }
-
 // QuorumError reports a round that did not reach its quorum, with what every
 // node answered. errors.Is matches its sentinel (Err) and, when ctx ended the
 // call, ctx's error.
 type QuorumError struct {
-	Op       Op            // OpAcquire, OpExtend, OpRenew or OpRelease
-	Keys     []string      // the lock's keys
-	Need     int           // votes needed
-	Got      int           // counted yes votes in the last round
-	Attempts int           // rounds made
-	Validity time.Duration // validity left when the quorum was reached too late (acquire), else 0
-	Nodes    []NodeResult  // the last round, in node order
-	Err      error         // the sentinel: ErrNotObtained, ErrLockLost, ErrNotExtended or ErrNotHeld
-	Cause    error         // ctx's error when ctx ended the call, else nil
+	Op       observe.Op           // observe.OpAcquire, OpExtend, OpRenew or OpRelease
+	Keys     []string             // the lock's keys
+	Need     int                  // votes needed
+	Got      int                  // counted yes votes in the last round
+	Attempts int                  // rounds made
+	Validity time.Duration        // validity left when the quorum was reached too late (acquire), else 0
+	Nodes    []observe.NodeResult // the last round, in node order
+	Err      error                // the sentinel: ErrNotObtained, ErrLockLost, ErrNotExtended or ErrNotHeld
+	Cause    error                // ctx's error when ctx ended the call, else nil
 }
 
 func (e *QuorumError) Error() string {

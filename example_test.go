@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Lock a resource across five independent Redis masters (the nodes of the
@@ -117,12 +118,12 @@ func ExampleLock_Extend() {
 // the node call's) goroutine and must be fast.
 func ExampleWithNodeObserver() {
 	c, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:7001", "redis://127.0.0.1:7002", "redis://127.0.0.1:7003"},
-		redlock.WithObserver(func(e redlock.Event) {
+		redlock.WithObserver(func(e observe.Event) {
 			if e.Op == "release" && e.Attempts > 0 && e.Remaining == 0 {
 				log.Printf("lock %v released after its deadline: the holder overran it", e.Keys)
 			}
 		}),
-		redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		redlock.WithNodeObserver(func(e observe.NodeEvent) {
 			if e.Timeout() {
 				log.Printf("node %s timed out on %s after %v (late: %v)", e.Addr, e.Op, e.Latency, e.Late)
 			}

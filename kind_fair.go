@@ -8,6 +8,7 @@ import (
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // fairRetryMax is a fair waiter's longest wait between attempts.
@@ -27,14 +28,14 @@ const fairRetryMax = FairWaiterTimeout / 10
 // places. TryLock with Fair succeeds only when nobody waits. Every caller
 // of the key must use Fair (a plain Lock ignores the queue). One key per
 // call; no fencing. The backoff max is capped at FairWaiterTimeout/10.
-func Fair() LockOption { return kindOption(KindFair, 0) }
+func Fair() LockOption { return kindOption(observe.KindFair, 0) }
 
 // fair is a plain lock granted in ticket order (fair_lock.lua): never
 // handed on locally (a local waiter may have come after a remote one),
 // and a waiter queues, with its ticket, before its first attempt.
 type fair struct{ plain }
 
-func (fair) kind() Kind { return KindFair }
+func (fair) kind() observe.Kind { return observe.KindFair }
 
 // check caps the backoff, so that a live waiter renews its place well
 // within FairWaiterTimeout.
@@ -191,7 +192,7 @@ func (c *Client) fairLeave(queue string, fk *fairKey, w node.Waiter, r *request,
 	fk.mu.Unlock()
 	c.fair.put(queue)
 	var left uint64
-	var granted []NodeResult
+	var granted []observe.NodeResult
 	if l != nil {
 		granted = l.Votes()
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // plain is the plain lock: one holder, a string key per node (SET NX, or
@@ -15,7 +16,7 @@ import (
 // other types embed it.
 type plain struct{}
 
-func (plain) kind() Kind { return KindPlain }
+func (plain) kind() observe.Kind { return observe.KindPlain }
 
 func (plain) check(*Client, *request) error { return nil }
 

@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/redlock-go/redlock/internal/node"
+import (
+	"github.com/redlock-go/redlock/internal/node"
+
+	"github.com/redlock-go/redlock/observe"
+)
 
 // Reentrant makes the call a reentrant lock: when the call's ctx carries a
 // reentrant Lock of this Client on the same key (Run's ctx, or WithLock),
@@ -13,23 +17,23 @@ import "github.com/redlock-go/redlock/internal/node"
 // for any other holder like a plain lock. On each node the key is a hash
 // of the entries' owner values and expiries (Redis 7.0 and later; no
 // HEXPIRE needed). One key per call.
-func Reentrant() LockOption { return kindOption(KindReentrant, 0) }
+func Reentrant() LockOption { return kindOption(observe.KindReentrant, 0) }
 
 // reentrant is a hash of entries on each node (reentrant_lock.lua):
 // entries of one hold share the key; each has its own owner value and
 // lease, so none is handed on locally.
 type reentrant struct{ typed }
 
-func (reentrant) kind() Kind { return KindReentrant }
+func (reentrant) kind() observe.Kind { return observe.KindReentrant }
 
 // enter enters the hold of a reentrant parent (one attempt, no wait); a
 // hold found lost fails before any traffic.
 func (reentrant) enter(r *request, parent *Lock) error {
-	if parent.Kind() != KindReentrant {
+	if parent.Kind() != observe.KindReentrant {
 		return heldByCaller(r, parent)
 	}
 	if err := parent.Err(); err != nil {
-		return &QuorumError{Op: OpAcquire, Keys: r.keys, Need: parent.c.need, Err: ErrNotObtained, Cause: err}
+		return &QuorumError{Op: observe.OpAcquire, Keys: r.keys, Need: parent.c.need, Err: ErrNotObtained, Cause: err}
 	}
 	r.hold, r.retry = parent.hold, false
 	return nil

@@ -5,6 +5,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // ReadLock makes the call a reader of a read-write lock: readers hold the
@@ -14,13 +15,13 @@ import (
 // backoff (WithRetryBackoff: 400ms by default), renewed by each of its
 // attempts and kept on the nodes after the last reader left, so the
 // readers inside drain and the writer gets in. One key per call.
-func ReadLock() LockOption { return kindOption(KindRead, 0) }
+func ReadLock() LockOption { return kindOption(observe.KindRead, 0) }
 
 // WriteLock makes the call the writer of a read-write lock: it holds the
 // key alone, with no reader or other writer (see ReadLock). A reader
 // cannot become a writer: a WriteLock whose ctx carries this Client's
 // read Lock of the key fails with ErrHeldByCaller rather than deadlock.
-func WriteLock() LockOption { return kindOption(KindWrite, 0) }
+func WriteLock() LockOption { return kindOption(observe.KindWrite, 0) }
 
 // typed is what the hash-backed types (reentrant, read-write) share: one
 // key, a round that meets another type's key is refused at once, and each
@@ -42,7 +43,7 @@ func (typed) runs() bool { return false }
 // readers.
 type reader struct{ typed }
 
-func (reader) kind() Kind { return KindRead }
+func (reader) kind() observe.Kind { return observe.KindRead }
 
 func (reader) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
 	cmd = node.ReadLock(keys[0], owner, r.ttl)
@@ -55,7 +56,7 @@ func (reader) shared() bool { return true }
 // its intent, which keeps new readers out.
 type writer struct{ typed }
 
-func (writer) kind() Kind { return KindWrite }
+func (writer) kind() observe.Kind { return observe.KindWrite }
 
 func (writer) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
 	cmd = node.WriteLock(keys[0], owner, r.ttl, 4*r.o.retryMax)

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Permits makes the call take one of n permits of a semaphore named by the
@@ -17,7 +18,7 @@ import (
 // release), raising it admits more at once. n must be at least 1. A call
 // whose ctx carries this Client's permit of a semaphore of one fails with
 // ErrHeldByCaller: it could only wait for itself. One key per call.
-func Permits(n int) LockOption { return kindOption(KindSemaphore, n) }
+func Permits(n int) LockOption { return kindOption(observe.KindSemaphore, n) }
 
 // PermitKey returns the key of permit i of the semaphore key (see
 // Permits): "{key}:permit:i", in the key's hash slot on a cluster.
@@ -30,12 +31,12 @@ type semaphore struct {
 	permits int
 }
 
-func (semaphore) kind() Kind { return KindSemaphore }
+func (semaphore) kind() observe.Kind { return observe.KindSemaphore }
 
 // enter takes another permit beside the one the caller holds, unless
 // there is no other.
 func (s semaphore) enter(r *request, parent *Lock) error {
-	if parent.Kind() != KindSemaphore || s.permits <= 1 {
+	if parent.Kind() != observe.KindSemaphore || s.permits <= 1 {
 		return heldByCaller(r, parent)
 	}
 	return nil

@@ -9,29 +9,7 @@ import (
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
-)
-
-// Kind is a lock's type: what holding it keeps out. A call picks one with
-// a LockOption (Reentrant, ReadLock, WriteLock, Permits, Fair); without one
-// a lock is KindPlain. Every type runs on the plain lock's quorum, validity
-// with drift, clean-up of failed attempts, Extend, watchdog renewals, lost
-// signal, Release and waiting for a release notification.
-type Kind string
-
-const (
-	// KindPlain: one holder at a time (a string key per node).
-	KindPlain Kind = "plain"
-	// KindReentrant: one holder at a time, who may enter again (see
-	// Reentrant).
-	KindReentrant Kind = "reentrant"
-	// KindRead: many readers at a time, no writer (see ReadLock).
-	KindRead Kind = "read"
-	// KindWrite: one writer, no reader (see WriteLock).
-	KindWrite Kind = "write"
-	// KindSemaphore: at most n holders at a time (see Permits).
-	KindSemaphore Kind = "semaphore"
-	// KindFair: one holder at a time, in request order (see Fair).
-	KindFair Kind = "fair"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // WithLock returns a copy of ctx carrying l, as Run's ctx carries its
@@ -47,8 +25,8 @@ func WithLock(ctx context.Context, l *Lock) context.Context {
 // the core asks it, never which type it is. Types embed plain and
 // override what differs.
 type lockType interface {
-	// kind names the type (Lock.Kind, Event.Kind, logs).
-	kind() Kind
+	// kind names the type (Lock.Kind, observe.Event.Kind, logs).
+	kind() observe.Kind
 	// check refuses a call the type cannot serve, before any traffic,
 	// and may bound the call's options (a fair waiter's backoff).
 	check(c *Client, r *request) error
@@ -92,12 +70,12 @@ type lockType interface {
 // kindChoice is what a call's type options said (callOptions); pickType
 // turns it into the call's lockType.
 type kindChoice struct {
-	k       Kind // "" for plain
-	permits int  // KindSemaphore
-	n       int  // how many type options the call gave (one at most)
+	k       observe.Kind // "" for plain
+	permits int          // observe.KindSemaphore
+	n       int          // how many type options the call gave (one at most)
 }
 
-func kindOption(k Kind, permits int) LockOption {
+func kindOption(k observe.Kind, permits int) LockOption {
 	return callOption(func(o *callOptions) { o.kind = kindChoice{k: k, permits: permits, n: o.kind.n + 1} })
 }
 
@@ -121,13 +99,13 @@ func pickType(o *callOptions, keys []string, clientFencing bool) (lockType, erro
 	}
 	o.fencing = false
 	switch k.k {
-	case KindReentrant:
+	case observe.KindReentrant:
 		return reentrant{}, nil
-	case KindRead:
+	case observe.KindRead:
 		return reader{}, nil
-	case KindWrite:
+	case observe.KindWrite:
 		return writer{}, nil
-	case KindSemaphore:
+	case observe.KindSemaphore:
 		if k.permits < 1 {
 			return nil, invalid("permits %d must be at least 1", k.permits)
 		}
@@ -159,8 +137,9 @@ func heldByCaller(r *request, parent *Lock) error {
 	return fmt.Errorf("%w: %s lock of %s asked while holding its %s lock", ErrHeldByCaller, r.typ.kind(), shortKey(r.keys[0]), parent.Kind())
 }
 
-// Kind returns the lock's type.
-func (l *Lock) Kind() Kind {
+// Kind returns the lock's type: observe.KindPlain unless the call asked for
+// another (see LockOption).
+func (l *Lock) Kind() observe.Kind {
 	if l == nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Lock is an acquired lock. Its methods are safe for concurrent use. A
@@ -295,7 +296,7 @@ func (l *Lock) remaining() time.Duration {
 
 // Votes returns what each node answered in the acquisition (or the last
 // successful extension), in node order.
-func (l *Lock) Votes() []NodeResult {
+func (l *Lock) Votes() []observe.NodeResult {
 	if l == nil {
 		return nil
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // phaseWalk is a Client on the fake clock whose Locks report every phase
@@ -196,10 +197,10 @@ func TestLockPhaseTableWalk(t *testing.T) {
 // where a panic would end the process. The Client's other Locks go on.
 func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	var log syncBuffer
-	lost := make(chan Event, 4)
+	lost := make(chan observe.Event, 4)
 	w := newPhaseWalk(t, WithLogger(slog.New(slog.NewTextHandler(&log, nil))),
-		WithObserver(func(e Event) {
-			if e.Op == OpLost {
+		WithObserver(func(e observe.Event) {
+			if e.Op == observe.OpLost {
 				lost <- e
 			}
 		}))
@@ -274,7 +275,7 @@ func wantPhaseError(t *testing.T, err error, phase, event string) {
 	}
 }
 
-func wantLostEvent(t *testing.T, lost <-chan Event, l *Lock) {
+func wantLostEvent(t *testing.T, lost <-chan observe.Event, l *Lock) {
 	t.Helper()
 	select {
 	case e := <-lost:

@@ -8,21 +8,13 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
-// Op names what an operation did: Event.Op, NodeEvent.Op, QuorumError.Op.
-type Op string
+// A *Lock is what observe.Event.Lock holds.
+var _ observe.Lock = (*Lock)(nil)
 
-// The operations.
-const (
-	OpAcquire Op = "acquire" // Lock, TryLock, LockKeys, TryLockKeys, Run
-	OpExtend  Op = "extend"  // Extend
-	OpRenew   Op = "renew"   // a watchdog renewal
-	OpRelease Op = "release" // Release, and the clean-up of a failed attempt
-	OpLost    Op = "lost"    // the lock ended without Release: see Lock.Done
-)
-
-// op is Op inside the package, small enough to sit in every outcome.
+// op is observe.Op inside the package, small enough to sit in every outcome.
 type op uint8
 
 const (
@@ -35,73 +27,19 @@ const (
 
 func (o op) String() string { return string(o.pub()) }
 
-// pub is o's Op.
-func (o op) pub() Op {
+// pub is o's observe.Op.
+func (o op) pub() observe.Op {
 	switch o {
 	case opAcquire:
-		return OpAcquire
+		return observe.OpAcquire
 	case opExtend:
-		return OpExtend
+		return observe.OpExtend
 	case opRenew:
-		return OpRenew
+		return observe.OpRenew
 	case opRelease:
-		return OpRelease
+		return observe.OpRelease
 	}
-	return OpLost
-}
-
-// NodeEvent is the answer of one node call.
-type NodeEvent struct {
-	Op Op // OpAcquire, OpExtend, OpRenew or OpRelease (also the clean-up of a failed attempt)
-	NodeResult
-	// Late: the answer came after the round was decided; the caller did
-	// not wait for it. (A call is not cut short when the caller's ctx
-	// ends: it runs to its answer or its own deadline, so its error is
-	// always the node's.)
-	Late bool
-	// Context is the ctx of the call the node call belongs to (without
-	// its cancellation), so its trace span parents the node call; a
-	// background ctx for renewals and late clean-ups.
-	Context context.Context
-}
-
-// Event describes one finished operation, for metrics and tracing.
-type Event struct {
-	// Op is OpAcquire, OpExtend, OpRelease, OpRenew (a watchdog renewal;
-	// Err matches ErrMaxHold when renewal stopped at the max hold) or
-	// OpLost (the lock ended without Release; Err is the cause, matching
-	// ErrLockLost).
-	Op       Op
-	Keys     []string      // the lock's keys (do not modify)
-	Err      error         // nil on success
-	Attempts int           // rounds made (0: refused before any round, or a "lost" event)
-	Elapsed  time.Duration // time of the whole call, on the Client's clock
-	Nodes    []NodeResult  // the last round, nil if there was none (do not modify)
-
-	// Lock is the handle the operation acted on; nil when an acquisition
-	// failed.
-	Lock *Lock
-
-	// Kind is the lock's type (KindPlain unless the call asked for
-	// another).
-	Kind Kind
-
-	// Passed: the lock went from the releasing waiter to the acquiring
-	// one inside this Client, with no round trip to the nodes (see
-	// WithLocalHandoff); Nodes then are the answers of the acquisition
-	// that took it on the nodes.
-	Passed bool
-
-	// Remaining is the validity left: after an acquisition or extension,
-	// when the call returned (0 if it failed); for a release, when Release
-	// was called (0 means the lock's validity had already run out: the
-	// holder kept it past its deadline).
-	Remaining time.Duration
-
-	// Context is the ctx of the call (Lock, Extend, Release...), so that
-	// its trace span parents the event; a background ctx for renewals and
-	// for losses found in the background.
-	Context context.Context
+	return observe.OpLost
 }
 
 // outcome is what report logs and hands to the observers.
@@ -116,8 +54,8 @@ type outcome struct {
 	err      error
 	left     time.Duration
 	passed   bool
-	logOnly  bool // only logged, not handed to the observers (an internal error on an ended Lock)
-	kind     Kind // of a failed acquisition (else the Lock's)
+	logOnly  bool         // only logged, not handed to the observers (an internal error on an ended Lock)
+	kind     observe.Kind // of a failed acquisition (else the Lock's)
 }
 
 // reportLater reports evs in order on a goroutine of their own, one at a
@@ -172,7 +110,7 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	if o.lock != nil {
 		o.kind = o.lock.Kind()
 	} else if o.kind == "" {
-		o.kind = KindPlain
+		o.kind = observe.KindPlain
 	}
 	lg := c.o.logger
 	if lg == nil && o.err != nil && errors.Is(o.err, ErrInternal) {
@@ -210,8 +148,11 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	if len(c.o.observers) == 0 || o.logOnly {
 		return
 	}
-	e := Event{Context: ctx, Op: o.op.pub(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Lock: o.lock, Remaining: o.left,
+	e := observe.Event{Context: ctx, Op: o.op.pub(), Keys: o.keys, Err: o.err, Attempts: o.attempts, Elapsed: elapsed, Remaining: o.left,
 		Passed: o.passed, Kind: o.kind}
+	if o.lock != nil {
+		e.Lock = o.lock // a nil *Lock would make a non-nil observe.Lock
+	}
 	if qe, ok := o.err.(*QuorumError); ok {
 		e.Nodes = qe.Nodes
 	} else if o.round.Votes != nil {
@@ -250,7 +191,7 @@ func (c *Client) observeNode(ctx context.Context, o op, i int, v quorum.Vote) {
 	if untouched(v.Err) {
 		return
 	}
-	e := NodeEvent{Context: ctx, Op: o.pub(), NodeResult: NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
+	e := observe.NodeEvent{Context: ctx, Op: o.pub(), NodeResult: observe.NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency},
 		Late: !v.Done}
 	for _, fn := range c.o.nodeObs {
 		fn(e)

@@ -8,6 +8,7 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Defaults of the Client options, all in one place. A zero value given to
@@ -127,8 +128,8 @@ type options struct {
 	name         string
 	logger       *slog.Logger
 	clock        clock.Clock
-	observers    []func(Event)
-	nodeObs      []func(NodeEvent)
+	observers    []func(observe.Event)
+	nodeObs      []func(observe.NodeEvent)
 	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
 	qFresh       bool
 	qFloor       bool          // WithRestartQuarantine(..., QuarantineSettingFloor)
@@ -167,7 +168,11 @@ type Option interface{ apply(*options) }
 // Lock it returns, over the Client's setting, so that key families with
 // different needs share one Client (its connections, pub/sub and
 // renewals). WithFencing, WithRetryBackoff, WithMaxAttempts and WithMaxHold
-// are LockOptions.
+// are LockOptions, and so are the lock types: Reentrant, ReadLock,
+// WriteLock, Permits, Fair (without one a lock is plain; Lock.Kind says
+// which). Every type runs on the plain lock's quorum, validity with drift,
+// clean-up of failed attempts, Extend, watchdog renewals, lost signal,
+// Release and waiting for a release notification.
 type LockOption interface {
 	Option
 	applyCall(*callOptions)
@@ -318,7 +323,7 @@ func WithClock(c clock.Clock) Option { return clientOption(func(o *options) { o.
 // safe for concurrent use, and a slow fn delays later events but no
 // renewal. It is the hook for metrics (see the redlockotel module). Each
 // WithObserver adds one observer; they run in the order given.
-func WithObserver(fn func(Event)) Option {
+func WithObserver(fn func(observe.Event)) Option {
 	return clientOption(func(o *options) { o.observers = append(o.observers, fn) })
 }
 
@@ -326,9 +331,9 @@ func WithObserver(fn func(Event)) Option {
 // finish after their round was decided (a call returns at quorum and does
 // not wait for slow nodes), on the goroutine that made the node call; fn
 // must be fast and safe for concurrent use. It shows per-node latency,
-// errors and timeouts, which Event.Nodes cannot (there a slow node is only
+// errors and timeouts, which observe.Event.Nodes cannot (there a slow node is only
 // ErrPending). Each WithNodeObserver adds one observer.
-func WithNodeObserver(fn func(NodeEvent)) Option {
+func WithNodeObserver(fn func(observe.NodeEvent)) Option {
 	return clientOption(func(o *options) { o.nodeObs = append(o.nodeObs, fn) })
 }
 

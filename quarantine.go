@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // QuarantineError says which node is quarantined, why, until when (on
@@ -23,7 +24,7 @@ type QuarantineError struct {
 	Addr   string
 	Until  time.Time
 	Reason string // "restart observed", "started after this Client", "fresh start", ...
-	Bound  string // BoundRegister, BoundOwnTTL or BoundSetting; "" while the registers are read
+	Bound  string // observe.BoundRegister, BoundOwnTTL or BoundSetting; "" while the registers are read
 }
 
 func (e *QuarantineError) Error() string {
@@ -50,24 +51,6 @@ func (e *SameServerError) Error() string {
 // Is makes a *SameServerError match ErrSameServer.
 func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
 
-// The bounds that can set a restarted node's window (QuarantineError.Bound,
-// NodeWindow.Bound).
-const (
-	// BoundRegister: the other nodes' TTL registers showed which locks
-	// the node may have held (see WithRestartQuarantine).
-	BoundRegister = "register"
-	// BoundSetting: the deployment setting (WithRestartQuarantine's
-	// window), used when the registers could not show a bound.
-	BoundSetting = "setting"
-	// BoundOwnTTL: this Client's longest TTL, when it is longer than the
-	// setting and the registers could not show a bound.
-	BoundOwnTTL = "own TTL"
-	// BoundDurable: the node kept its votes (durable votes, its
-	// append-only file loaded) and every register read showed only
-	// locks with durable votes: no window (see WithDurableVotes).
-	BoundDurable = "durable votes"
-)
-
 // quarantine is the gate that discounts nodes that restarted (unless this
 // Client saw both processes durable) until no lock they may have lost can
 // still be held, and second addresses of one server. It is safe for
@@ -87,34 +70,11 @@ type quarantine struct {
 	pending []bool          // suspect, the nodes' TTL registers not read yet: discounted meanwhile
 	epoch   []uint64        // suspicions begun per node: a resolution for an older one is dropped
 	reason  []string
-	bound   []string        // which bound set each node's latest window
-	last    []time.Time     // each node's latest window end (kept after the window is over)
-	factor  float64         // the drift factor: budget for the Client's clock rate over a window
-	stats   QuarantineStats // counters (Now, Nodes unset)
-	onEnd   func(i int)     // called when a node's quarantine is found over; may be nil
-}
-
-// QuarantineStats is what the restart quarantine has seen (see
-// WithRestartQuarantine, Client.Stats).
-type QuarantineStats struct {
-	Started uint64 // quarantines begun: restarts, fail-overs, nodes started after the Client, fresh nodes in strict mode
-	Aliases uint64 // nodes found to be a server that an earlier node already is (same run_id)
-	Now     int    // nodes quarantined now
-	// Windows set by each bound: the registers (a proof), this Client's
-	// longest TTL, the deployment setting (the fallback). A window first
-	// set by the fallback and shortened by a later proof counts twice.
-	ByRegister, ByOwnTTL, BySetting uint64
-	ByDurable                       uint64       // restarts exempt: the node kept its durable votes (BoundDurable)
-	Nodes                           []NodeWindow // per node, in node order: its latest window
-}
-
-// NodeWindow is one node's latest restart quarantine window.
-type NodeWindow struct {
-	Addr    string
-	Until   time.Time // end of the window on the Client's clock; zero if never quarantined
-	Bound   string    // BoundRegister, BoundOwnTTL, BoundSetting; "" never or pending
-	Reason  string
-	Pending bool // the registers are being read: the node does not count meanwhile
+	bound   []string                // which bound set each node's latest window
+	last    []time.Time             // each node's latest window end (kept after the window is over)
+	factor  float64                 // the drift factor: budget for the Client's clock rate over a window
+	stats   observe.QuarantineStats // counters (Now, Nodes unset)
+	onEnd   func(i int)             // called when a node's quarantine is found over; may be nil
 }
 
 func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
@@ -210,7 +170,7 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 	}
 	fb, bound := q.fallback()
 	if longest > fb {
-		fb, bound = longest, BoundRegister
+		fb, bound = longest, observe.BoundRegister
 	}
 	fallback := q.base[i].Add(fb)
 	if !proven || q.floor && until.Before(fallback) {
@@ -230,11 +190,11 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 	}
 	q.pending[i], q.until[i], q.bound[i], q.last[i] = false, until, bound, until
 	switch bound {
-	case BoundRegister:
+	case observe.BoundRegister:
 		q.stats.ByRegister++
-	case BoundDurable:
+	case observe.BoundDurable:
 		q.stats.ByDurable++
-	case BoundOwnTTL:
+	case observe.BoundOwnTTL:
 		q.stats.ByOwnTTL++
 	default:
 		q.stats.BySetting++
@@ -252,7 +212,7 @@ func (q *quarantine) current(i int, epoch uint64) bool {
 
 // shown reports whether bound is a window shown by the registers, which a
 // later read does not change.
-func shown(bound string) bool { return bound == BoundRegister || bound == BoundDurable }
+func shown(bound string) bool { return bound == observe.BoundRegister || bound == observe.BoundDurable }
 
 // fallback is the window used where the registers show none: the
 // deployment setting or this Client's longest TTL, whichever is longer,
@@ -260,9 +220,9 @@ func shown(bound string) bool { return bound == BoundRegister || bound == BoundD
 func (q *quarantine) fallback() (time.Duration, string) {
 	w := q.window()
 	if q.setting > 0 && w > q.setting {
-		return w, BoundOwnTTL
+		return w, observe.BoundOwnTTL
 	}
-	return w, BoundSetting
+	return w, observe.BoundSetting
 }
 
 // witness reports whether node j, whose identity id was read just now,
@@ -278,7 +238,7 @@ func (q *quarantine) witness(j int, id node.Identity) bool {
 	switch {
 	case q.pending[j] || now.Before(q.until[j]):
 		return false
-	case q.bound[j] == BoundDurable && now.Before(q.base[j].Add(q.window())):
+	case q.bound[j] == observe.BoundDurable && now.Before(q.base[j].Add(q.window())):
 		// Exempt at once, it vouches for the durable entries only: a plain
 		// entry published shortly before its crash may be missing.
 		return false
@@ -323,26 +283,26 @@ func (q *quarantine) discount(i int) error {
 
 // snapshot returns the counters, how many nodes are quarantined now and
 // each node's latest window.
-func (q *quarantine) snapshot() QuarantineStats {
+func (q *quarantine) snapshot() observe.QuarantineStats {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	s := q.stats
 	now := q.clock.Now()
-	s.Nodes = make([]NodeWindow, len(q.addrs))
+	s.Nodes = make([]observe.NodeWindow, len(q.addrs))
 	for i, u := range q.until {
 		if q.pending[i] || !u.IsZero() && now.Before(u) {
 			s.Now++
 		}
-		s.Nodes[i] = NodeWindow{Addr: q.addrs[i], Until: q.last[i], Bound: q.bound[i], Reason: q.reason[i], Pending: q.pending[i]}
+		s.Nodes[i] = observe.NodeWindow{Addr: q.addrs[i], Until: q.last[i], Bound: q.bound[i], Reason: q.reason[i], Pending: q.pending[i]}
 	}
 	return s
 }
 
 // quarantineStats returns what the restart quarantine has seen so far; the
-// zero QuarantineStats when it is off.
-func (c *Client) quarantineStats() QuarantineStats {
+// zero observe.QuarantineStats when it is off.
+func (c *Client) quarantineStats() observe.QuarantineStats {
 	if c.q == nil {
-		return QuarantineStats{}
+		return observe.QuarantineStats{}
 	}
 	return c.q.snapshot()
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // published is what this Client published in one node's TTL register,
@@ -199,9 +200,9 @@ func (c *Client) resolveLater(i int, epoch uint64, runID string, kept bool, own 
 			base := c.q.base[i]
 			c.q.mu.Unlock()
 			until, proven := proveWindow(base, runID, len(c.nodes), reads, c.o.driftFactor, kept)
-			bound := BoundRegister
+			bound := observe.BoundRegister
 			if !proven && kept && c.o.durable && allDurable(own, reads) {
-				until, proven, bound = base, true, BoundDurable
+				until, proven, bound = base, true, observe.BoundDurable
 			}
 			u, bound, moved := c.q.resolve(i, epoch, proven, until, longest, bound)
 			if moved {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 func TestQuarantineArithmetic(t *testing.T) {
@@ -80,7 +81,7 @@ func TestQuarantineArithmetic(t *testing.T) {
 func learnNow(q *quarantine, i int, id node.Identity) time.Time {
 	v := q.learn(i, id, node.Register{})
 	if v.suspect {
-		q.resolve(i, v.epoch, false, time.Time{}, 0, BoundRegister)
+		q.resolve(i, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
 	}
 	return v.until
 }
@@ -126,7 +127,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
 	want := clk.Now().Add(18 * time.Second)
-	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second, BoundRegister); !u.Equal(want) {
+	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second, observe.BoundRegister); !u.Equal(want) {
 		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
 	}
 	clk.Advance(18*time.Second - time.Nanosecond)
@@ -264,7 +265,7 @@ func TestQuarantineWitness(t *testing.T) {
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("pending node is a witness")
 	}
-	q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister)
+	q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("quarantined node is a witness")
 	}
@@ -285,27 +286,27 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	v := q.learn(0, node.Identity{RunID: "r2"}, node.Register{})
 	now := clk.Now()
-	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister)
-	if !ok || bound != BoundSetting || !u.Equal(now.Add(45*time.Second)) {
+	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
+	if !ok || bound != observe.BoundSetting || !u.Equal(now.Add(45*time.Second)) {
 		t.Fatalf("fallback: %v %q %v", u, bound, ok)
 	}
 	var qe *QuarantineError
-	if err := q.discount(0); !errors.As(err, &qe) || qe.Bound != BoundSetting {
+	if err := q.discount(0); !errors.As(err, &qe) || qe.Bound != observe.BoundSetting {
 		t.Fatalf("discount: %v", err)
 	}
 	clk.Advance(time.Second)
-	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0, BoundRegister)
-	if !ok || bound != BoundRegister || !u.Equal(clk.Now()) {
+	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0, observe.BoundRegister)
+	if !ok || bound != observe.BoundRegister || !u.Equal(clk.Now()) {
 		t.Fatalf("proof after the fallback: %v %q %v", u, bound, ok)
 	}
 	if err := q.discount(0); err != nil {
 		t.Fatalf("proven window over, discount: %v", err)
 	}
-	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, BoundRegister); ok {
+	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister); ok {
 		t.Fatal("a fallback replaced a proof")
 	}
 	v2 := q.learn(0, node.Identity{RunID: "r3"}, node.Register{})
-	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0, BoundRegister); ok {
+	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0, observe.BoundRegister); ok {
 		t.Fatal("an older epoch's proof was taken")
 	}
 	s := q.snapshot()
@@ -313,13 +314,13 @@ func TestQuarantineResolveBounds(t *testing.T) {
 		t.Fatalf("stats: %+v", s)
 	}
 	q.floor = true
-	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0, BoundRegister); bound != BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
+	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0, observe.BoundRegister); bound != observe.BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
 		t.Fatalf("floor mode: %v %q, want the setting", u, bound)
 	}
 	// This Client's own TTL longer than the setting labels the fallback.
 	q.window = func() time.Duration { return time.Minute }
 	v3 := q.learn(0, node.Identity{RunID: "r4"}, node.Register{})
-	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0, BoundRegister); bound != BoundOwnTTL {
+	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0, observe.BoundRegister); bound != observe.BoundOwnTTL {
 		t.Fatalf("own TTL fallback labelled %q", bound)
 	}
 }

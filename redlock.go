@@ -1,39 +1,60 @@
 // Package redlock is a distributed lock across N independent Redis masters
 // (the Redlock algorithm; MultiLock when all N are required).
 //
+// A lock returned by Lock (or TryLock) is held on a quorum of the nodes
+// (by default N/2+1) under an owner value no other attempt has, and no
+// other client can hold the same key on a quorum before its Deadline, taken
+// on this process's monotonic clock less a drift budget. Its Done channel closes as soon as
+// that may no longer be true. The promise rests on assumptions about the
+// nodes, their clocks and pauses of this process: SAFETY.md in the
+// repository states the full guarantee and goes through the faults one by
+// one, each with the test that shows it.
+//
+// The basic path: one Client for the process, then Lock, act while the lock
+// is held, Release.
+//
+//	c, err := redlock.New(clients) // one go-redis client per independent master (or NewFromURLs)
+//	if err != nil {
+//		return err // bad input (ErrInvalidArgument): nothing was sent
+//	}
+//	defer c.Close()
+//	l, err := c.Lock(ctx, "stock:sku-42", 10*time.Second) // waits until acquired or ctx is done
+//	if err != nil {
+//		return err // ErrNotObtained; a *QuorumError holds every node's answer
+//	}
+//	defer l.Release(context.Background())
+//	// l.Done() closes, and l.Context() ends, at Release, at a loss or at
+//	// l.Deadline(): the work must stop touching the resource then.
+//	return deductStock(l.Context())
+//
+// TryLock makes one attempt; Run holds a lock renewed in the background
+// (watchdog mode) while a function runs; WithFencing gives each holder a
+// token the resource can check (package fence). Logs, metrics and traces
+// come from WithLogger, WithObserver, WithNodeObserver and Client.Stats,
+// whose types are in package observe (the redlockotel module turns them
+// into OpenTelemetry metrics and spans).
+//
 // # Guarantee
 //
-// A lock returned by Lock or TryLock is held on at least a quorum of nodes
-// (by default N/2+1) under an owner value unique to the attempt (the
-// Client's instance id, see Client.ID, and 128 random bits), and no other client
-// can hold the same key on a quorum before Lock.Deadline. The deadline is
-// computed on the client's monotonic clock as
+// The deadline is computed on the client's monotonic clock as
 //
 //	start of the successful attempt + TTL - (TTL*driftFactor + 2ms)
 //
-// and a lock whose validity is not positive is never returned.
+// and a lock whose validity is not positive is never returned; the owner
+// value is the Client's instance id (Client.ID) and 128 random bits.
 //
-// This holds under these assumptions: the nodes do not lose keys, or a node
-// that lost them stays out of the quorum long enough. Restarts this Client
-// observes (a node's run_id changed since it was learned), and nodes that
-// started after the Client was created, are handled by default: the node is
-// quarantined for the longest lock any client may hold (see
-// WithRestartQuarantine). A node this Client first meets after it restarted
-// empty before the Client existed is covered only by strict mode
-// (QuarantineFresh) or by running the
-// nodes with appendonly yes and appendfsync always. Further, each node's
-// clock runs at a rate within driftFactor of the client's (WithDriftMonitor
-// watches it); and the client does not pause between checking Remaining
-// and acting on the protected resource. A pause (GC, SIGSTOP, page faults)
-// past the deadline breaks mutual exclusion for any lock of this kind;
-// only a fencing token checked by the resource closes that gap: with
-// WithFencing, Lock.Token is greater than every earlier holder's token of
-// the same keys, as long as node clocks do not step back and differ by
-// less than FenceMargin, and package fence checks it at a Redis-held
-// resource. SAFETY.md in the repository
-// goes through the faults one by one, each with the test that shows it.
+// It assumes that the nodes do not lose keys, or that a node that lost them
+// stays out of the quorum long enough: restarts this Client observes, and
+// nodes started after it, are quarantined by default (WithRestartQuarantine);
+// a node first met after it restarted empty is covered only by strict mode
+// (QuarantineFresh) or appendonly with appendfsync always. It assumes node
+// clocks run at rates within driftFactor of the client's (WithDriftMonitor
+// watches them), and that the client does not pause past the deadline
+// between checking Remaining and acting on the resource: only a fencing
+// token checked by the resource closes that gap (WithFencing, package
+// fence). SAFETY.md goes through the faults one by one.
 //
-// # Usage
+// # How calls run
 //
 // A Client is built once from the nodes' go-redis clients or URLs and is
 // safe for concurrent use. Lock blocks, retrying with jittered exponential
@@ -44,8 +65,7 @@
 // until it answers in time again, while the others can make the quorum.
 //
 // A lock taken with the Watchdog TTL is renewed in the background until
-// Release; every Lock's Done, Context and Err say at once when it is lost,
-// and Client.Run holds a lock while a function runs.
+// Release; every Lock's Done, Context and Err say at once when it is lost.
 //
 // Each attempt stores its own random owner value. A failed attempt is
 // released on every node that may hold it (it said yes, or its call failed
@@ -76,6 +96,7 @@ import (
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Client locks keys across a fixed set of nodes. It is safe for concurrent
@@ -643,10 +664,10 @@ func (c *Client) backoff(o *callOptions, attempt int) time.Duration {
 	return half + time.Duration(mrand.Int64N(int64(d-half)+1))
 }
 
-func (c *Client) results(out quorum.Outcome) []NodeResult {
-	r := make([]NodeResult, len(out.Votes))
+func (c *Client) results(out quorum.Outcome) []observe.NodeResult {
+	r := make([]observe.NodeResult, len(out.Votes))
 	for i, v := range out.Votes {
-		r[i] = NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
+		r[i] = observe.NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
 		if v.Discounted {
 			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
 				r[i].Discounted = errDiscounted // the gate has cleared since the round

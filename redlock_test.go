@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 func TestDriftAndValidity(t *testing.T) {
@@ -73,7 +74,7 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"negative attempts", three, []Option{WithMaxAttempts(-1)}, "max attempts"},
 		{"nil clock", three, []Option{WithClock(nil)}, "nil clock"},
 		{"nil option", three, []Option{nil}, "nil option"},
-		{"nil observer", three, []Option{WithObserver(func(Event) {}), WithObserver(nil)}, "nil observer"},
+		{"nil observer", three, []Option{WithObserver(func(observe.Event) {}), WithObserver(nil)}, "nil observer"},
 		{"nil node observer", three, []Option{WithNodeObserver(nil)}, "nil node observer"},
 	}
 	for _, tc := range cases {
@@ -197,7 +198,7 @@ func TestClosedClient(t *testing.T) {
 
 func TestQuorumErrorShape(t *testing.T) {
 	qe := &QuorumError{Op: "acquire", Keys: []string{"k"}, Need: 2, Got: 1, Attempts: 3,
-		Nodes: []NodeResult{{Addr: "a:1", Vote: true, Latency: time.Millisecond}, {Addr: "b:1"}, {Addr: "c:1", Err: context.DeadlineExceeded}},
+		Nodes: []observe.NodeResult{{Addr: "a:1", Vote: true, Latency: time.Millisecond}, {Addr: "b:1"}, {Addr: "c:1", Err: context.DeadlineExceeded}},
 		Err:   ErrNotObtained, Cause: context.Canceled}
 	var err error = fmt.Errorf("wrapped: %w", qe)
 	if !errors.Is(err, ErrNotObtained) || !errors.Is(err, context.Canceled) {
@@ -311,12 +312,12 @@ func TestOwnerValues(t *testing.T) {
 
 func TestDoneContextBeforeNetwork(t *testing.T) {
 	var seen []string
-	observe := func(tag string) Option {
-		return WithObserver(func(e Event) {
+	tagged := func(tag string) Option {
+		return WithObserver(func(e observe.Event) {
 			seen = append(seen, fmt.Sprintf("%s:%s:%d:%v:%v", tag, e.Op, e.Attempts, e.Lock == nil, errors.Is(e.Err, context.Canceled)))
 		})
 	}
-	c, err := New(unreachable(3), WithNodeTimeout(time.Hour), observe("a"), observe("b"))
+	c, err := New(unreachable(3), WithNodeTimeout(time.Hour), tagged("a"), tagged("b"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // ScopeName is the instrumentation scope of the meter.
@@ -280,8 +281,8 @@ func (m *Metrics) Watch(c *redlock.Client) {
 }
 
 // handoff sums the watched Clients' hand-off counters.
-func (m *Metrics) handoff() redlock.HandoffStats {
-	var sum redlock.HandoffStats
+func (m *Metrics) handoff() observe.HandoffStats {
+	var sum observe.HandoffStats
 	for _, c := range m.watched() {
 		s := c.Stats().Handoff
 		sum.Notified += s.Notified
@@ -326,7 +327,7 @@ func (m *Metrics) prune() {
 
 // Observe records one operation. It is the observer passed to
 // redlock.WithObserver (see Options).
-func (m *Metrics) Observe(e redlock.Event) {
+func (m *Metrics) Observe(e observe.Event) {
 	ctx := context.Background()
 	outcome := Outcome(e)
 	switch e.Op {
@@ -350,7 +351,7 @@ func (m *Metrics) Observe(e redlock.Event) {
 		m.releases.Add(ctx, 1, m.outcomes[outcome])
 		// A release after the deadline: the holder worked past its
 		// validity (unless the loss was already counted when it happened).
-		if e.Attempts > 0 && e.Remaining <= 0 && !errors.Is(e.Lock.Err(), redlock.ErrLockLost) {
+		if e.Attempts > 0 && e.Remaining <= 0 && e.Lock != nil && !errors.Is(e.Lock.Err(), redlock.ErrLockLost) {
 			m.lost.Add(ctx, 1, m.lostOpts["release"])
 		}
 		m.track(e.Lock, false)
@@ -376,7 +377,7 @@ func lostBy(err error) string {
 
 // ObserveNode records one node call. It is the observer passed to
 // redlock.WithNodeObserver (see Options).
-func (m *Metrics) ObserveNode(e redlock.NodeEvent) {
+func (m *Metrics) ObserveNode(e observe.NodeEvent) {
 	ctx := context.Background()
 	m.nodeDur.Record(ctx, e.Latency.Seconds(), m.nodeOpt(e.Addr, string(e.Op), ""))
 	if typ := nodeErrorType(e); typ != "" {
@@ -384,8 +385,9 @@ func (m *Metrics) ObserveNode(e redlock.NodeEvent) {
 	}
 }
 
-func (m *Metrics) track(l *redlock.Lock, add bool) {
-	if l == nil {
+func (m *Metrics) track(lk observe.Lock, add bool) {
+	l, ok := lk.(*redlock.Lock)
+	if !ok || l == nil {
 		return
 	}
 	m.mu.Lock()

@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
 
@@ -29,10 +30,10 @@ func newTest(t *testing.T) (*Metrics, *sdkmetric.ManualReader) {
 	return m, r
 }
 
-func nodes(votes ...string) []redlock.NodeResult {
-	var r []redlock.NodeResult
+func nodes(votes ...string) []observe.NodeResult {
+	var r []observe.NodeResult
 	for i, v := range votes {
-		n := redlock.NodeResult{Addr: fmt.Sprintf("n%d:6379", i+1)}
+		n := observe.NodeResult{Addr: fmt.Sprintf("n%d:6379", i+1)}
 		switch v {
 		case "yes":
 			n.Vote = true
@@ -51,41 +52,41 @@ func nodes(votes ...string) []redlock.NodeResult {
 	return r
 }
 
-func qerr(op string, sentinel, cause error, need int, res []redlock.NodeResult) *redlock.QuorumError {
+func qerr(op string, sentinel, cause error, need int, res []observe.NodeResult) *redlock.QuorumError {
 	got := 0
 	for _, n := range res {
 		if n.Vote {
 			got++
 		}
 	}
-	return &redlock.QuorumError{Op: redlock.Op(op), Keys: []string{"k"}, Need: need, Got: got, Attempts: 1, Nodes: res, Err: sentinel, Cause: cause}
+	return &redlock.QuorumError{Op: observe.Op(op), Keys: []string{"k"}, Need: need, Got: got, Attempts: 1, Nodes: res, Err: sentinel, Cause: cause}
 }
 
 func TestOutcome(t *testing.T) {
 	cases := []struct {
-		e    redlock.Event
+		e    observe.Event
 		want string
 	}{
-		{redlock.Event{Op: "acquire"}, "acquired"},
-		{redlock.Event{Op: "extend"}, "extended"},
-		{redlock.Event{Op: "release"}, "released"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "timeout"))}, "held"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "no", "timeout", "refused"))}, "unavailable"},
+		{observe.Event{Op: "acquire"}, "acquired"},
+		{observe.Event{Op: "extend"}, "extended"},
+		{observe.Event{Op: "release"}, "released"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "timeout"))}, "held"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "no", "timeout", "refused"))}, "unavailable"},
 		// One node of five down beside a held key: the round was decided by
 		// the no answers; the outage did not change it.
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "pending", "pending", "refused"))}, "held"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "timeout", "timeout", "timeout", "pending"))}, "unavailable"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "yes", "pending", "pending"))}, "validity_expired"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.Canceled, 2, nil)}, "canceled"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 2, nodes("no", "no", "no"))}, "deadline"},
-		{redlock.Event{Op: "acquire", Err: errors.New("boom")}, "error"},
-		{redlock.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, fmt.Errorf("%w: node", redlock.ErrWrongType), 2, nodes("error", "error", "error"))}, "wrong_type"},
-		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrLockLost, nil, 2, nodes("no", "no", "yes"))}, "lost"},
-		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, nil, 2, nodes("yes", "timeout", "timeout"))}, "not_extended"},
-		{redlock.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, context.Canceled, 2, nodes("yes", "canceled", "canceled"))}, "canceled"},
-		{redlock.Event{Op: "extend", Err: fmt.Errorf("%w: max hold", redlock.ErrNotExtended)}, "not_extended"},
-		{redlock.Event{Op: "extend", Err: fmt.Errorf("%w: released", redlock.ErrNotHeld)}, "not_held"},
-		{redlock.Event{Op: "release", Err: qerr("release", redlock.ErrNotHeld, nil, 2, nodes("no", "no", "yes"))}, "not_held"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "pending", "pending", "refused"))}, "held"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "timeout", "timeout", "timeout", "pending"))}, "unavailable"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "yes", "pending", "pending"))}, "validity_expired"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.Canceled, 2, nil)}, "canceled"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 2, nodes("no", "no", "no"))}, "deadline"},
+		{observe.Event{Op: "acquire", Err: errors.New("boom")}, "error"},
+		{observe.Event{Op: "acquire", Err: qerr("acquire", redlock.ErrNotObtained, fmt.Errorf("%w: node", redlock.ErrWrongType), 2, nodes("error", "error", "error"))}, "wrong_type"},
+		{observe.Event{Op: "extend", Err: qerr("extend", redlock.ErrLockLost, nil, 2, nodes("no", "no", "yes"))}, "lost"},
+		{observe.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, nil, 2, nodes("yes", "timeout", "timeout"))}, "not_extended"},
+		{observe.Event{Op: "extend", Err: qerr("extend", redlock.ErrNotExtended, context.Canceled, 2, nodes("yes", "canceled", "canceled"))}, "canceled"},
+		{observe.Event{Op: "extend", Err: fmt.Errorf("%w: max hold", redlock.ErrNotExtended)}, "not_extended"},
+		{observe.Event{Op: "extend", Err: fmt.Errorf("%w: released", redlock.ErrNotHeld)}, "not_held"},
+		{observe.Event{Op: "release", Err: qerr("release", redlock.ErrNotHeld, nil, 2, nodes("no", "no", "yes"))}, "not_held"},
 	}
 	for _, tc := range cases {
 		if got := Outcome(tc.e); got != tc.want {
@@ -100,29 +101,29 @@ func TestOutcome(t *testing.T) {
 func TestRecordsEvents(t *testing.T) {
 	m, r := newTest(t)
 	lk := &redlock.Lock{} // a handle with no validity: tracked, then pruned
-	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: 2 * time.Millisecond, Lock: lk, Remaining: time.Second,
+	m.Observe(observe.Event{Op: "acquire", Attempts: 1, Elapsed: 2 * time.Millisecond, Lock: lk, Remaining: time.Second,
 		Nodes: nodes("yes", "yes", "yes", "pending", "timeout")})
-	m.Observe(redlock.Event{Op: "acquire", Attempts: 7, Elapsed: 300 * time.Millisecond,
+	m.Observe(observe.Event{Op: "acquire", Attempts: 7, Elapsed: 300 * time.Millisecond,
 		Err: qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 3, nodes("no", "no", "no", "yes", "refused"))})
-	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond,
+	m.Observe(observe.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond,
 		Err: qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("no", "no", "no", "pending", "pending"))})
-	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "timeout")})
+	m.Observe(observe.Event{Op: "extend", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "timeout")})
 	lostErr := qerr("extend", redlock.ErrLockLost, nil, 3, nodes("no", "no", "no", "yes", "yes"))
-	m.Observe(redlock.Event{Op: "extend", Attempts: 1, Lock: lk, Err: lostErr})
-	m.Observe(redlock.Event{Op: "lost", Lock: lk, Err: lostErr}) // the Lock ends: counted once
+	m.Observe(observe.Event{Op: "extend", Attempts: 1, Lock: lk, Err: lostErr})
+	m.Observe(observe.Event{Op: "lost", Lock: lk, Err: lostErr}) // the Lock ends: counted once
 	// A watchdog: a renewal, the stop at the max hold, the end at the deadline.
-	m.Observe(redlock.Event{Op: "renew", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
-	m.Observe(redlock.Event{Op: "renew", Lock: lk, Err: fmt.Errorf("%w: renew by 30s would pass the max hold", redlock.ErrMaxHold)})
-	m.Observe(redlock.Event{Op: "lost", Lock: lk, Err: fmt.Errorf("%w: ran out at the max hold: %w", redlock.ErrLockLost, redlock.ErrMaxHold)})
-	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: 0, Nodes: nodes("yes", "yes", "yes", "no", "no")})
-	m.Observe(redlock.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
-	m.Observe(redlock.Event{Op: "release", Attempts: 0, Lock: lk, Err: fmt.Errorf("%w: twice", redlock.ErrNotHeld)})
+	m.Observe(observe.Event{Op: "renew", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
+	m.Observe(observe.Event{Op: "renew", Lock: lk, Err: fmt.Errorf("%w: renew by 30s would pass the max hold", redlock.ErrMaxHold)})
+	m.Observe(observe.Event{Op: "lost", Lock: lk, Err: fmt.Errorf("%w: ran out at the max hold: %w", redlock.ErrLockLost, redlock.ErrMaxHold)})
+	m.Observe(observe.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: 0, Nodes: nodes("yes", "yes", "yes", "no", "no")})
+	m.Observe(observe.Event{Op: "release", Attempts: 1, Lock: lk, Remaining: time.Second, Nodes: nodes("yes", "yes", "yes", "yes", "yes")})
+	m.Observe(observe.Event{Op: "release", Attempts: 0, Lock: lk, Err: fmt.Errorf("%w: twice", redlock.ErrNotHeld)})
 	// Node calls, on time and late.
-	for _, e := range []redlock.NodeEvent{
-		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n1:6379", Vote: true, Latency: 300 * time.Microsecond}},
-		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 50 * time.Millisecond}, Late: true},
-		{Op: "release", NodeResult: redlock.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 500 * time.Millisecond}, Late: true},
-		{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n4:6379", Err: errors.New("connection refused"), Latency: time.Millisecond}},
+	for _, e := range []observe.NodeEvent{
+		{Op: "acquire", NodeResult: observe.NodeResult{Addr: "n1:6379", Vote: true, Latency: 300 * time.Microsecond}},
+		{Op: "acquire", NodeResult: observe.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 50 * time.Millisecond}, Late: true},
+		{Op: "release", NodeResult: observe.NodeResult{Addr: "n5:6379", Err: context.DeadlineExceeded, Latency: 500 * time.Millisecond}, Late: true},
+		{Op: "acquire", NodeResult: observe.NodeResult{Addr: "n4:6379", Err: errors.New("connection refused"), Latency: time.Millisecond}},
 	} {
 		m.ObserveNode(e)
 	}
@@ -184,7 +185,7 @@ func TestCloseStopsGauge(t *testing.T) {
 	if err := m.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	m.Observe(redlock.Event{Op: "acquire", Lock: &redlock.Lock{}}) // ignored for the gauge, no panic
+	m.Observe(observe.Event{Op: "acquire", Lock: &redlock.Lock{}}) // ignored for the gauge, no panic
 	if v, ok := metrictest.Collect(t, r)["redlock.locks.held{}"]; ok {
 		t.Fatalf("held gauge still reported after Close: %v", v)
 	}
@@ -201,7 +202,7 @@ func TestNilOption(t *testing.T) {
 func TestHeldSetBounded(t *testing.T) {
 	m, _ := newTest(t)
 	for i := 0; i < 10000; i++ {
-		m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Lock: &redlock.Lock{}})
+		m.Observe(observe.Event{Op: "acquire", Attempts: 1, Lock: &redlock.Lock{}})
 	}
 	m.mu.Lock()
 	n := len(m.held)

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // outcomes lists every value Outcome returns.
@@ -13,7 +14,7 @@ var outcomes = []string{"acquired", "held", "unavailable", "validity_expired", "
 
 // Outcome classifies an event as the redlock.outcome attribute does (see
 // the package documentation). Unknown errors give "error".
-func Outcome(e redlock.Event) string {
+func Outcome(e observe.Event) string {
 	if e.Err == nil {
 		switch e.Op {
 		case "acquire":
@@ -89,7 +90,7 @@ func heldElsewhere(qe *redlock.QuorumError) bool {
 
 // nodeErrorType returns the error.type of a node call, or "" if it
 // succeeded.
-func nodeErrorType(e redlock.NodeEvent) string {
+func nodeErrorType(e observe.NodeEvent) string {
 	if e.Err == nil {
 		return ""
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A successful acquisition decided before two healthy but slower nodes
@@ -21,7 +22,7 @@ func TestSpanPendingNodesAreNotErrors(t *testing.T) {
 	tr, _, sr := newTracer(t)
 	res := nodes("yes", "yes", "yes", "pending", "pending")
 	res[0].Latency = 1500 * time.Microsecond
-	tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 1,
+	tr.Observe(observe.Event{Context: context.Background(), Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 1,
 		Elapsed: 2 * time.Millisecond, Remaining: 9500 * time.Millisecond, Nodes: res})
 	s := sr.Ended()[0]
 	if s.Status().Code != codes.Unset {
@@ -60,9 +61,9 @@ func TestSpanStatusOnlyForFailures(t *testing.T) {
 	down := qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "yes", "refused", "timeout", "timeout"))
 	waited := qerr("acquire", redlock.ErrNotObtained, context.DeadlineExceeded, 3, nodes("no", "no", "no", "yes", "yes"))
 	for _, err := range []error{held, down, waited} {
-		tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 1, Err: err, Nodes: err.(*redlock.QuorumError).Nodes})
+		tr.Observe(observe.Event{Context: context.Background(), Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 1, Err: err, Nodes: err.(*redlock.QuorumError).Nodes})
 	}
-	tr.Observe(redlock.Event{Op: redlock.OpLost, Keys: []string{"k"}, Err: redlock.ErrLockLost})
+	tr.Observe(observe.Event{Op: observe.OpLost, Keys: []string{"k"}, Err: redlock.ErrLockLost})
 	spans := sr.Ended()
 	for i, want := range []struct {
 		code    codes.Code
@@ -90,7 +91,7 @@ func TestScopeVersionAndInstrumentKinds(t *testing.T) {
 		t.Fatal("scopeVersion is empty under go test")
 	}
 	tr, _, sr := newTracer(t)
-	tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpRelease, Keys: []string{"k"}, Nodes: nodes("yes")})
+	tr.Observe(observe.Event{Context: context.Background(), Op: observe.OpRelease, Keys: []string{"k"}, Nodes: nodes("yes")})
 	if v := sr.Ended()[0].InstrumentationScope().Version; v != scopeVersion() {
 		t.Errorf("tracer scope version %q, want %q", v, scopeVersion())
 	}
@@ -101,8 +102,8 @@ func TestScopeVersionAndInstrumentKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	m.Observe(redlock.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond})
-	m.ObserveNode(redlock.NodeEvent{Op: "acquire", NodeResult: redlock.NodeResult{Addr: "n1:6379", Vote: true}})
+	m.Observe(observe.Event{Op: "acquire", Attempts: 1, Elapsed: time.Millisecond})
+	m.ObserveNode(observe.NodeEvent{Op: "acquire", NodeResult: observe.NodeResult{Addr: "n1:6379", Vote: true}})
 	var rm metricdata.ResourceMetrics
 	if err := r.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

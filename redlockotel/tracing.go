@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Span attribute keys (besides KeyOp, KeyOutcome, KeyErrorType and the
@@ -65,17 +66,17 @@ func (t *Tracer) Options() []redlock.Option {
 }
 
 // spanName is the name of an operation's span.
-func spanName(op redlock.Op) string {
+func spanName(op observe.Op) string {
 	switch op {
-	case redlock.OpAcquire:
+	case observe.OpAcquire:
 		return "redlock.acquire"
-	case redlock.OpExtend:
+	case observe.OpExtend:
 		return "redlock.extend"
-	case redlock.OpRenew:
+	case observe.OpRenew:
 		return "redlock.renew"
-	case redlock.OpRelease:
+	case observe.OpRelease:
 		return "redlock.release"
-	case redlock.OpLost:
+	case observe.OpLost:
 		return "redlock.lost"
 	}
 	return "redlock." + string(op)
@@ -86,7 +87,7 @@ func spanName(op redlock.Op) string {
 // watchdog renewals and losses found in the background), with one span
 // event per node of the last round. It is the observer passed to
 // redlock.WithObserver (see Options).
-func (t *Tracer) Observe(e redlock.Event) {
+func (t *Tracer) Observe(e observe.Event) {
 	if t == nil || t.tracer == nil {
 		return
 	}
@@ -119,12 +120,12 @@ func (t *Tracer) Observe(e redlock.Event) {
 // another client (outcome held). That is the answer TryLock exists to
 // give, not a failure of the nodes or the library; counting it as an
 // error would make a contended key look like an outage.
-func failed(e redlock.Event) bool {
+func failed(e observe.Event) bool {
 	return e.Err != nil && Outcome(e) != "held"
 }
 
 // spanAttrs returns the attributes of e's span.
-func spanAttrs(e redlock.Event) []attribute.KeyValue {
+func spanAttrs(e observe.Event) []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 10)
 	if len(e.Keys) == 1 {
 		kv = append(kv, KeyKey.String(e.Keys[0]))
@@ -142,23 +143,23 @@ func spanAttrs(e redlock.Event) []attribute.KeyValue {
 	} else if len(e.Nodes) > 0 {
 		kv = append(kv, KeyGot.Int(counted(e.Nodes)))
 	}
-	if e.Op != redlock.OpLost {
+	if e.Op != observe.OpLost {
 		kv = append(kv, KeyAttempts.Int(e.Attempts), KeyRemaining.Float64(e.Remaining.Seconds()))
 	}
-	if e.Op == redlock.OpAcquire {
+	if e.Op == observe.OpAcquire {
 		kv = append(kv, KeyPassed.Bool(e.Passed))
 	}
-	if tok := e.Lock.Token(); tok != 0 {
-		kv = append(kv, KeyToken.Int64(tok))
+	if e.Lock != nil && e.Lock.Token() != 0 { // nil when an acquisition failed
+		kv = append(kv, KeyToken.Int64(e.Lock.Token()))
 	}
-	if e.Kind != "" && e.Kind != redlock.KindPlain {
+	if e.Kind != "" && e.Kind != observe.KindPlain {
 		kv = append(kv, KeyKind.String(string(e.Kind)))
 	}
 	return kv
 }
 
 // counted is the number of yes votes that counted toward the quorum.
-func counted(nodes []redlock.NodeResult) int {
+func counted(nodes []observe.NodeResult) int {
 	n := 0
 	for _, r := range nodes {
 		if r.Vote && r.Discounted == nil {
@@ -175,7 +176,7 @@ const maxNodeAttrs = 7
 // error.type and redlock.node.error only for a call that failed; a node
 // that had not answered when the round was decided, or was not asked, is
 // marked as such and carries no error.
-func appendNodeAttrs(kv []attribute.KeyValue, n redlock.NodeResult) []attribute.KeyValue {
+func appendNodeAttrs(kv []attribute.KeyValue, n observe.NodeResult) []attribute.KeyValue {
 	kv = appendServer(kv, n.Addr)
 	kv = append(kv, KeyVote.Bool(n.Vote), KeyLatency.Float64(n.Latency.Seconds()))
 	switch {

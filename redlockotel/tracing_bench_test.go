@@ -8,13 +8,13 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // BenchmarkTracerObserve: the cost of one acquisition's span with five
 // node events, recorded and sampled out.
 func BenchmarkTracerObserve(b *testing.B) {
-	e := redlock.Event{Context: context.Background(), Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 1,
+	e := observe.Event{Context: context.Background(), Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 1,
 		Elapsed: time.Millisecond, Remaining: 9 * time.Second, Nodes: nodes("yes", "yes", "yes", "no", "timeout")}
 	for _, bc := range []struct {
 		name    string

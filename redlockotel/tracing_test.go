@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // newTracer returns a Tracer recording into a span recorder, and a tracer
@@ -41,13 +42,13 @@ func TestTracerSpans(t *testing.T) {
 
 	res := nodes("yes", "no", "timeout", "yes", "yes")
 	res[3].Discounted = redlock.ErrNodeQuarantined
-	tr.Observe(redlock.Event{Context: ctx, Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 2,
+	tr.Observe(observe.Event{Context: ctx, Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 2,
 		Elapsed: 1500 * time.Millisecond, Remaining: 9 * time.Second, Nodes: res})
 	held := qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "no"))
-	tr.Observe(redlock.Event{Context: ctx, Op: redlock.OpAcquire, Keys: []string{"k"}, Attempts: 1, Err: held, Nodes: held.Nodes})
-	tr.Observe(redlock.Event{Context: context.Background(), Op: redlock.OpRenew, Keys: []string{"a", "b"}, Attempts: 1, Kind: redlock.KindRead,
+	tr.Observe(observe.Event{Context: ctx, Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 1, Err: held, Nodes: held.Nodes})
+	tr.Observe(observe.Event{Context: context.Background(), Op: observe.OpRenew, Keys: []string{"a", "b"}, Attempts: 1, Kind: observe.KindRead,
 		Remaining: time.Second, Nodes: nodes("yes", "yes", "yes")})
-	tr.Observe(redlock.Event{Op: redlock.OpLost, Keys: []string{"k"}, Err: redlock.ErrLockLost}) // nil Context
+	tr.Observe(observe.Event{Op: observe.OpLost, Keys: []string{"k"}, Err: redlock.ErrLockLost}) // nil Context
 	parent.End()
 
 	spans := sr.Ended()
@@ -132,7 +133,7 @@ func TestTracerSpans(t *testing.T) {
 // TestTracerOff: the zero Tracer, a nil one and a sampled-out span record
 // nothing and do not fail.
 func TestTracerOff(t *testing.T) {
-	e := redlock.Event{Context: context.Background(), Op: redlock.OpRelease, Keys: []string{"k"}, Err: errors.New("x"), Nodes: nodes("yes")}
+	e := observe.Event{Context: context.Background(), Op: observe.OpRelease, Keys: []string{"k"}, Err: errors.New("x"), Nodes: nodes("yes")}
 	var zero Tracer
 	zero.Observe(e)
 	var nilTracer *Tracer

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Env is what Conformance needs of a set of nodes: a Cluster (Cluster.Env)
@@ -70,7 +71,7 @@ func Conformance(t *testing.T, env Env) {
 
 func checkInvalid(t testing.TB, env Env, key string) {
 	var calls atomic.Int64
-	c := env.Client(redlock.WithNodeObserver(func(redlock.NodeEvent) { calls.Add(1) }))
+	c := env.Client(redlock.WithNodeObserver(func(observe.NodeEvent) { calls.Add(1) }))
 	ctx := context.Background()
 	if _, err := c.TryLock(ctx, "", time.Second); !errors.Is(err, redlock.ErrInvalidArgument) {
 		t.Errorf("TryLock of an empty key: %v, want ErrInvalidArgument", err)
@@ -103,8 +104,8 @@ func checkContention(t testing.TB, env Env, key string) {
 	if !errors.Is(err, redlock.ErrNotObtained) || !errors.As(err, &qe) {
 		t.Fatalf("TryLock of a held key: %v, want ErrNotObtained with a *QuorumError", err)
 	}
-	if qe.Op != redlock.OpAcquire || len(qe.Nodes) == 0 {
-		t.Errorf("QuorumError: Op %q with %d nodes, want %q with every node", qe.Op, len(qe.Nodes), redlock.OpAcquire)
+	if qe.Op != observe.OpAcquire || len(qe.Nodes) == 0 {
+		t.Errorf("QuorumError: Op %q with %d nodes, want %q with every node", qe.Op, len(qe.Nodes), observe.OpAcquire)
 	}
 }
 

@@ -8,11 +8,17 @@
 #  - a module other than the root importing the library's internal/
 #    packages: a released binary would then depend on code that may change
 #    in any version (tools use the public packages, e.g. redlock/admin).
-# It reads the index (what the next commit holds), so it needs only git, od.
+#  - more exported symbols in the root package than its budget (symbols).
+# It reads the index (what the next commit holds), so it needs only git, od;
+# the symbol count alone reads the working tree's Go files, with go.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 max=$((1024 * 1024))
+# symbols is the root package's budget of exported symbols (types, funcs,
+# methods, consts, vars; scripts/docstats.sh counts them): a newcomer reads
+# its whole index. What only observes the library goes to package observe.
+symbols=120
 fail=0
 
 if out=$(git grep --cached -n -E '^[[:space:]]*replace([[:space:]]|\()' -- '*go.mod'); then
@@ -73,8 +79,14 @@ for want in go.mod redlock.go drift.go clock internal/quorum internal/node integ
 	fi
 done
 
+have=$(scripts/docstats.sh -count .)
+if [ "$have" -gt "$symbols" ]; then
+	echo "check-tree: the root package exports $have symbols, over its budget of $symbols (scripts/docstats.sh lists them by kind): move what only observes the library to package observe, or raise the budget in scripts/check-tree.sh"
+	fail=1
+fi
+
 if [ "$fail" -ne 0 ]; then
-	echo "check-tree: FAIL (git rm --cached the file, move the replace to go.work, or import the public packages)"
+	echo "check-tree: FAIL (git rm --cached the file, move the replace to go.work, import the public packages, or see above)"
 	exit 1
 fi
 echo "check-tree: ok ($(git ls-files | wc -l) tracked files)"

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Stat is a latency summary of one contender in one scenario.
@@ -699,7 +700,7 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 
 // contention: workers fight for one key, holding it 1ms each time.
 func contention(c contender, workers int, dur time.Duration) ContStat {
-	var before redlock.HandoffStats
+	var before observe.HandoffStats
 	h, isH := c.(handoffer)
 	if isH {
 		before = h.handoffStats()

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // benchWorkerEnv is set in the environment of the processes the processes
@@ -54,7 +54,7 @@ type workerReport struct {
 	StartNs int64                 `json:"start_unix_ns"`
 	EndNs   int64                 `json:"end_unix_ns"`
 	Handoff *HandoffStat          `json:"handoff,omitempty"`
-	Stats   *redlock.HandoffStats `json:"handoff_stats,omitempty"` // at the end, for the subscriptions' health
+	Stats   *observe.HandoffStats `json:"handoff_stats,omitempty"` // at the end, for the subscriptions' health
 }
 
 // benchWorkerCmd is `redlock-bench worker --lib L --nodes URLS --workers W
@@ -87,7 +87,7 @@ func benchWorkerCmd(fs *flag.FlagSet) runner {
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			return fmt.Errorf("bench worker: waiting for the start: %w", err)
 		}
-		var before redlock.HandoffStats
+		var before observe.HandoffStats
 		h, isH := c.(handoffer)
 		if isH {
 			before = h.handoffStats()

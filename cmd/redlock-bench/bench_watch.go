@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The watchdog scenario's lease and renewal interval: short, so that a
@@ -99,7 +100,7 @@ type oursHolder struct {
 
 func newOursHolder(urls []string, w watchCfg) (*oursHolder, error) {
 	h := &oursHolder{lease: w.lease}
-	c, err := redlock.NewFromURLs(urls, redlock.WithWatchdog(w.lease, w.every), redlock.WithObserver(func(e redlock.Event) {
+	c, err := redlock.NewFromURLs(urls, redlock.WithWatchdog(w.lease, w.every), redlock.WithObserver(func(e observe.Event) {
 		switch {
 		case e.Op == "renew" && e.Err == nil:
 			h.renewed.Add(1)

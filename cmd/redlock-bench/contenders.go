@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // contender is one lock implementation under test. lock blocks until
@@ -66,9 +67,9 @@ func (o *ours) close() { _ = o.c.Close() }
 
 // handoffer is a contender that counts how its waits ended and the locks
 // it passed on without a round trip (ours).
-type handoffer interface{ handoffStats() redlock.HandoffStats }
+type handoffer interface{ handoffStats() observe.HandoffStats }
 
-func (o *ours) handoffStats() redlock.HandoffStats { return o.c.Stats().Handoff }
+func (o *ours) handoffStats() observe.HandoffStats { return o.c.Stats().Handoff }
 
 // HandoffStat is what our hand-off did during a run: counter deltas of
 // Client.HandoffStats.
@@ -82,7 +83,7 @@ type HandoffStat struct {
 }
 
 // handoffDelta is the hand-off counters from a to b, for acq acquisitions.
-func handoffDelta(a, b redlock.HandoffStats, acq int) *HandoffStat {
+func handoffDelta(a, b observe.HandoffStats, acq int) *HandoffStat {
 	h := &HandoffStat{Passed: float64(b.Handed - a.Handed), Notified: float64(b.Notified - a.Notified),
 		Local: float64(b.Local - a.Local), Promoted: float64(b.Promoted - a.Promoted), Timer: float64(b.Timer - a.Timer)}
 	if acq > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Availability under majority restarts with durable votes: the workload
@@ -152,9 +153,9 @@ func TestDurableVotesSurviveMajorityRestart(t *testing.T) {
 	// Each restarted node's window is shown at once: by the durable votes,
 	// or by the registers of enough witnesses (which left out the durable
 	// entries); never the setting's fallback.
-	shown := func(q redlock.QuarantineStats) bool {
+	shown := func(q observe.QuarantineStats) bool {
 		for _, w := range q.Nodes[:3] {
-			if w.Pending || w.Bound != redlock.BoundDurable && w.Bound != redlock.BoundRegister {
+			if w.Pending || w.Bound != observe.BoundDurable && w.Bound != observe.BoundRegister {
 				return false
 			}
 		}
@@ -306,7 +307,7 @@ func TestDurableFailoverToLaggingReplica(t *testing.T) {
 		t.Fatal("the check ran past A's validity")
 	}
 	for i, w := range b.Stats().Quarantine.Nodes[:2] {
-		if w.Bound == redlock.BoundDurable {
+		if w.Bound == observe.BoundDurable {
 			t.Errorf("node %d, a promoted replica, exempt by durable votes: %+v", i, w)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // TestSanityWatchdogRestartDeterministic arranges, step by step, the double
@@ -27,7 +28,7 @@ func TestSanityWatchdogRestartDeterministic(t *testing.T) {
 	const lease, every = 3 * time.Second, 250 * time.Millisecond
 	var renewals atomic.Int64
 	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithWatchdog(lease, every), redlock.WithRestartQuarantine(redlock.QuarantineOff),
-		redlock.WithObserver(func(e redlock.Event) {
+		redlock.WithObserver(func(e observe.Event) {
 			if e.Op == "renew" && e.Err == nil {
 				renewals.Add(1)
 			}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Scenario is one workload run under one fault model.
@@ -283,7 +283,7 @@ func HelperMain() int {
 		return 2
 	}
 	var answered atomic.Int64
-	sp.Observe = func(e redlock.Event) {
+	sp.Observe = func(e observe.Event) {
 		for _, n := range e.Nodes {
 			if n.Err == nil {
 				answered.Add(1)

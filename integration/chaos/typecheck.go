@@ -5,7 +5,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The typed checkers: pure functions over the records of a typed run.
@@ -51,10 +51,10 @@ func Excess(recs []Record, n int) (int, []string) {
 }
 
 var (
-	kindRead      = string(redlock.KindRead)
-	kindWrite     = string(redlock.KindWrite)
-	kindSemaphore = string(redlock.KindSemaphore)
-	kindReentrant = string(redlock.KindReentrant)
+	kindRead      = string(observe.KindRead)
+	kindWrite     = string(observe.KindWrite)
+	kindSemaphore = string(observe.KindSemaphore)
+	kindReentrant = string(observe.KindReentrant)
 )
 
 // conflicts counts the overlapping pairs of one key for which conflict

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The typed workload: each client, in a loop, picks one of Spec.Keys and
@@ -172,8 +173,8 @@ func (r TypedResult) Violations() int { return r.RW + r.Excess + r.Reentrant }
 func (r TypedResult) String() string {
 	return fmt.Sprintf("%s: seed %d acquisitions %d (read %d write %d permit %d reentrant %d: %d holds, %d re-entries) "+
 		"max readers %d max permit holders %d rw-conflicts %d excess %d reentrant-conflicts %d faults %d (%s) in %v",
-		r.Scenario, r.Seed, r.Acquisitions(), r.Kinds[string(redlock.KindRead)], r.Kinds[string(redlock.KindWrite)],
-		r.Kinds[string(redlock.KindSemaphore)], r.Kinds[string(redlock.KindReentrant)], r.Holds, r.Reentries,
+		r.Scenario, r.Seed, r.Acquisitions(), r.Kinds[string(observe.KindRead)], r.Kinds[string(observe.KindWrite)],
+		r.Kinds[string(observe.KindSemaphore)], r.Kinds[string(observe.KindReentrant)], r.Holds, r.Reentries,
 		r.MaxReaders, r.MaxPermits, r.RW, r.Excess, r.Reentrant, r.Faults, r.FaultKinds, r.Elapsed.Round(time.Millisecond))
 }
 
@@ -198,12 +199,12 @@ func ExecuteTyped(ctx context.Context, s Scenario, c *Cluster, seed uint64, help
 	holds := map[string]bool{}
 	for _, r := range recs {
 		res.Kinds[r.Kind]++
-		if r.Kind == string(redlock.KindReentrant) {
+		if r.Kind == string(observe.KindReentrant) {
 			holds[r.Hold] = true
 		}
 	}
 	res.Holds = len(holds)
-	res.Reentries = res.Kinds[string(redlock.KindReentrant)] - res.Holds
+	res.Reentries = res.Kinds[string(observe.KindReentrant)] - res.Holds
 	res.MaxReaders = most(recs, kindRead)
 	res.MaxPermits = most(recs, kindSemaphore)
 	var ex []string

@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The watchdog workload: every lock is taken with redlock.Watchdog (a
@@ -45,16 +46,18 @@ func newWatch() *watch { return &watch{renews: map[*redlock.Lock]int{}} }
 
 // observe is the Client's observer. It runs on the goroutine of the call,
 // before Lock returns for an acquisition.
-func (w *watch) observe(e redlock.Event) {
+func (w *watch) observe(e observe.Event) {
 	switch {
 	case e.Op == "acquire" && e.Err == nil:
 		at := Mono()
+		l, _ := e.Lock.(*redlock.Lock)
 		w.mu.Lock()
-		w.last, w.at = e.Lock, at
+		w.last, w.at = l, at
 		w.mu.Unlock()
 	case e.Op == "renew" && e.Err == nil:
+		l, _ := e.Lock.(*redlock.Lock)
 		w.mu.Lock()
-		w.renews[e.Lock]++
+		w.renews[l]++
 		w.mu.Unlock()
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/fence"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Mono reads CLOCK_MONOTONIC in nanoseconds: the clock all processes on
@@ -48,7 +49,7 @@ type Record struct {
 	// ended (Done) before the holder was done with it.
 	Renews int  `json:"renews,omitempty"`
 	Lost   bool `json:"lost,omitempty"`
-	// Typed locks (types.go): the lock's redlock.Kind, and for a reentrant
+	// Typed locks (types.go): the lock's observe.Kind, and for a reentrant
 	// entry the hold it belongs to (the owner value of the hold's first
 	// entry). Key is the semaphore's key for a permit, not the permit's.
 	Kind string `json:"kind,omitempty"`
@@ -95,7 +96,7 @@ type Spec struct {
 	Permits int  `json:"permits,omitempty"`
 	// Observe, if set, sees every operation of the client (the helper
 	// process counts which of its calls reached a node).
-	Observe func(redlock.Event) `json:"-"`
+	Observe func(observe.Event) `json:"-"`
 }
 
 // CounterKey names the workload's counter in the counter Redis. With

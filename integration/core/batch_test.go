@@ -9,6 +9,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The watchdog renews a Client's locks in batches: one pipelined call per
@@ -59,7 +60,7 @@ func TestWatchdogRenewsInBatches(t *testing.T) {
 			t.Errorf("node %d: %d script calls for %d renewals of %d locks: want at most %d (batched)", i, calls, r, locks, limit)
 		}
 	}
-	for _, e := range ev.waitFor(t, 0, func(e redlock.Event) bool { return e.Op == "renew" && e.Err != nil || e.Op == "lost" }) {
+	for _, e := range ev.waitFor(t, 0, func(e observe.Event) bool { return e.Op == "renew" && e.Err != nil || e.Op == "lost" }) {
 		t.Errorf("%s %v: %v", e.Op, e.Keys, e.Err)
 	}
 	for _, l := range held {

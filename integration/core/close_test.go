@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Close while Lock calls are in flight: once Close has returned, no call
@@ -32,7 +33,7 @@ func TestCloseStopsLockCalls(t *testing.T) {
 			var mu sync.Mutex
 			handed := map[string]bool{} // owner values of locks handed out
 			late := 0                   // locks handed out after Close returned
-			observe := redlock.WithObserver(func(e redlock.Event) {
+			watch := redlock.WithObserver(func(e observe.Event) {
 				if e.Op != "acquire" || e.Err != nil {
 					return
 				}
@@ -46,7 +47,7 @@ func TestCloseStopsLockCalls(t *testing.T) {
 			// A node timeout that a loaded machine does not reach: a
 			// clean-up cut short would leave a key behind (as it would in
 			// production), which is not what this test is about.
-			c := closeClient(t, nodes, own, observe, redlock.WithNodeTimeout(2*time.Second))
+			c := closeClient(t, nodes, own, watch, redlock.WithNodeTimeout(2*time.Second))
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			var wg sync.WaitGroup

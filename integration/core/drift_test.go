@@ -13,6 +13,7 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // driftTTL is short so that each scenario takes under a second; nothing
@@ -91,7 +92,7 @@ func TestDriftOutsideBudgetOverlaps(t *testing.T) {
 }
 
 // waitDrift polls c's drift monitor until done accepts its stats.
-func waitDrift(t *testing.T, c *redlock.Client, done func(redlock.DriftStats) bool) redlock.DriftStats {
+func waitDrift(t *testing.T, c *redlock.Client, done func(observe.DriftStats) bool) observe.DriftStats {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second) // a hang guard, not a speed check
 	for {
@@ -114,7 +115,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	const rate = 0.8
 	a, _ := skewed(t, nodes, rate, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
-	s := waitDrift(t, a, func(s redlock.DriftStats) bool {
+	s := waitDrift(t, a, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if n.Out == nil {
 				return false
@@ -162,7 +163,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 func TestDriftMonitorAcceptsTrueClock(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	c := client(t, nodes, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
-	s := waitDrift(t, c, func(s redlock.DriftStats) bool {
+	s := waitDrift(t, c, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if !n.Known {
 				return false

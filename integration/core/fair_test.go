@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // queued returns how many waiters each node queues for the fair lock key.
@@ -63,7 +64,7 @@ func TestFairOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Kind() != redlock.KindFair {
+	if h.Kind() != observe.KindFair {
 		t.Fatalf("Kind = %q", h.Kind())
 	}
 	var mu sync.Mutex

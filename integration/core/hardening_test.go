@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // statInt reads one field of INFO from a node.
@@ -73,7 +74,7 @@ func TestNextLockDoesNotOvertakeOwnRelease(t *testing.T) {
 	answered := make(chan struct{}, 16)
 	var p *harness.Proxy // set before the first lock call
 	c, nodes, p := behindProxy(t, redlock.WithNodeTimeout(2*time.Second),
-		redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		redlock.WithNodeObserver(func(e observe.NodeEvent) {
 			if e.Addr != p.Addr || e.Op != "acquire" {
 				return
 			}

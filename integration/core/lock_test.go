@@ -17,6 +17,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 func TestLockUnlock(t *testing.T) {
@@ -154,17 +155,17 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 				clients = append(clients, cl)
 			}
 			var mu sync.Mutex
-			var releases []redlock.NodeResult // the frozen node in each Release
+			var releases []observe.NodeResult // the frozen node in each Release
 			var slowest time.Duration         // of the frozen node's calls, start of round to end
 			c, err := redlock.New(clients, redlock.WithNodeTimeout(time.Second),
-				redlock.WithObserver(func(e redlock.Event) {
+				redlock.WithObserver(func(e observe.Event) {
 					if e.Op == "release" && len(e.Nodes) == 5 {
 						mu.Lock()
 						releases = append(releases, e.Nodes[2])
 						mu.Unlock()
 					}
 				}),
-				redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+				redlock.WithNodeObserver(func(e observe.NodeEvent) {
 					if e.Addr == nodes[2].Addr {
 						mu.Lock()
 						slowest = max(slowest, e.Latency)
@@ -295,7 +296,7 @@ func TestCancelledLockReturnsCtxError(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var refusals atomic.Int32
-	c, _ := setup(t, 3, redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+	c, _ := setup(t, 3, redlock.WithNodeObserver(func(e observe.NodeEvent) {
 		if e.Op == "acquire" && e.Err == nil && !e.Vote && refusals.Add(1) > 3 {
 			cancel()
 		}
@@ -600,9 +601,9 @@ func TestLoggerAndObserver(t *testing.T) {
 	var buf bytes.Buffer
 	var mu sync.Mutex
 	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var events []redlock.Event
+	var events []observe.Event
 	var emu sync.Mutex
-	c, _ := setup(t, 3, redlock.WithLogger(logger), redlock.WithObserver(func(e redlock.Event) {
+	c, _ := setup(t, 3, redlock.WithLogger(logger), redlock.WithObserver(func(e observe.Event) {
 		emu.Lock()
 		events = append(events, e)
 		emu.Unlock()
@@ -906,7 +907,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	})
 	t.Cleanup(func() { h.hold(false) }) // runs first: a held probe must not hold up Close
 	ctx := context.Background()
-	lock := func(key string) redlock.NodeResult {
+	lock := func(key string) observe.NodeResult {
 		t.Helper()
 		l, err := c.TryLock(ctx, key, 10*time.Second)
 		if err != nil {
@@ -1050,7 +1051,7 @@ type probeHook struct {
 	gate     chan struct{}       // non-nil while holding
 }
 
-func (h *probeHook) observe(e redlock.NodeEvent) {
+func (h *probeHook) observe(e observe.NodeEvent) {
 	if e.Op == "acquire" && e.Addr == h.addr && e.Timeout() {
 		h.mu.Lock()
 		h.timeouts++
@@ -1254,10 +1255,10 @@ func behindProxy(t *testing.T, opts ...redlock.Option) (*redlock.Client, []*harn
 // nodeEventLog records a Client's node events (WithNodeObserver).
 type nodeEventLog struct {
 	mu   sync.Mutex
-	list []redlock.NodeEvent
+	list []observe.NodeEvent
 }
 
-func (l *nodeEventLog) observe(e redlock.NodeEvent) {
+func (l *nodeEventLog) observe(e observe.NodeEvent) {
 	l.mu.Lock()
 	l.list = append(l.list, e)
 	l.mu.Unlock()
@@ -1287,10 +1288,10 @@ func holding(t *testing.T, ev *nodeEventLog, nodes []*harness.Node, key, owner s
 }
 
 // of returns the events of op calls to addr, in the order they ended.
-func (l *nodeEventLog) of(op redlock.Op, addr string) []redlock.NodeEvent {
+func (l *nodeEventLog) of(op observe.Op, addr string) []observe.NodeEvent {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	var out []redlock.NodeEvent
+	var out []observe.NodeEvent
 	for _, e := range l.list {
 		if e.Op == op && e.Addr == addr {
 			out = append(out, e)

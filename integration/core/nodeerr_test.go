@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A node whose calls certainly wrote nothing gets no clean-up: it answered
@@ -48,7 +49,7 @@ func TestNoCleanupWhereNothingWasWritten(t *testing.T) {
 			var badErr error
 			badAddr := reportedAddr(urls, 4)
 			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second),
-				redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+				redlock.WithNodeObserver(func(e observe.NodeEvent) {
 					if e.Addr != badAddr {
 						return
 					}
@@ -136,7 +137,7 @@ func TestLateCleanupIsObserved(t *testing.T) {
 	}
 	var mu sync.Mutex
 	var ops []string // node 2's calls, in order
-	c := client(t, nodes, redlock.WithNodeTimeout(time.Minute), redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+	c := client(t, nodes, redlock.WithNodeTimeout(time.Minute), redlock.WithNodeObserver(func(e observe.NodeEvent) {
 		if e.Addr == nodes[2].Addr {
 			mu.Lock()
 			ops = append(ops, fmt.Sprintf("%s:%v:late=%v", e.Op, e.Vote, e.Late))

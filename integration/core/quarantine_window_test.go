@@ -10,6 +10,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // countsAgain restarts node i empty and returns how long after the restart
@@ -88,7 +89,7 @@ func TestRestartWindowStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := settledWindow(t, b, 1)
-	if w.Bound != redlock.BoundRegister || time.Until(w.Until) > 3*time.Second {
+	if w.Bound != observe.BoundRegister || time.Until(w.Until) > 3*time.Second {
 		t.Fatalf("one restart: window %+v, want the register's (about 1 s: b's own warm-up lock)", w)
 	}
 	a := client(t, nodes)
@@ -102,7 +103,7 @@ func TestRestartWindowStats(t *testing.T) {
 	}
 	for i := 2; i < 5; i++ {
 		w := settledWindow(t, b, i)
-		if w.Bound != redlock.BoundSetting || time.Until(w.Until) < 6*time.Second {
+		if w.Bound != observe.BoundSetting || time.Until(w.Until) < 6*time.Second {
 			t.Fatalf("three of five restarted: node %d's window %+v, want the 8 s setting", i, w)
 		}
 	}
@@ -113,7 +114,7 @@ func TestRestartWindowStats(t *testing.T) {
 
 // settledWindow pokes node i with acquisitions until c's quarantine
 // window for it is resolved, and returns it.
-func settledWindow(t *testing.T, c *redlock.Client, i int) redlock.NodeWindow {
+func settledWindow(t *testing.T, c *redlock.Client, i int) observe.NodeWindow {
 	t.Helper()
 	for try := 0; try < 200; try++ {
 		l, err := c.TryLock(context.Background(), fmt.Sprintf("q:poke:%d", try), 200*time.Millisecond)
@@ -126,7 +127,7 @@ func settledWindow(t *testing.T, c *redlock.Client, i int) redlock.NodeWindow {
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Fatalf("node %d's window not resolved: %+v", i, c.Stats().Quarantine.Nodes[i])
-	return redlock.NodeWindow{}
+	return observe.NodeWindow{}
 }
 
 // TestRegisterEntriesDecay: the register describes the locks that may

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Tests of the places where a lock type meets the core: names that look
@@ -79,8 +80,8 @@ func TestWriterNotStarvedByContinuousReaders(t *testing.T) {
 	var wmu sync.Mutex
 	var firstAnswers []time.Time // the writer's node answers to its first round
 	var asking atomic.Bool
-	w := client(t, nodes, redlock.WithNodeObserver(func(e redlock.NodeEvent) {
-		if e.Op == redlock.OpAcquire && asking.Load() {
+	w := client(t, nodes, redlock.WithNodeObserver(func(e observe.NodeEvent) {
+		if e.Op == observe.OpAcquire && asking.Load() {
 			wmu.Lock()
 			firstAnswers = append(firstAnswers, time.Now())
 			wmu.Unlock()

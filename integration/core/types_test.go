@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // hashes reads key as a hash on every node (nil where absent).
@@ -72,7 +73,7 @@ func TestReentrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if outer.Kind() != redlock.KindReentrant {
+	if outer.Kind() != observe.KindReentrant {
 		t.Fatalf("Kind = %q", outer.Kind())
 	}
 	in := redlock.WithLock(ctx, outer)
@@ -240,7 +241,7 @@ func TestSemaphoreAdmitsAtMostPermits(t *testing.T) {
 		if err != nil {
 			t.Fatalf("permit %d of 3: %v", i, err)
 		}
-		if l.Kind() != redlock.KindSemaphore || keys[l.Key()] {
+		if l.Kind() != observe.KindSemaphore || keys[l.Key()] {
 			t.Fatalf("permit %d: kind %q key %q (taken: %v)", i, l.Kind(), l.Key(), keys)
 		}
 		keys[l.Key()] = true

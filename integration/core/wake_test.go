@@ -11,6 +11,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A waiter in another process (here another Client) is woken by the
@@ -55,7 +56,7 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 	// A backoff of a minute: the waiter does not poll the nodes meanwhile.
 	var calls atomic.Int64 // node calls that have returned
 	c, nodes := setup(t, 3, redlock.WithObserver(ev.observe), redlock.WithRetryBackoff(time.Minute, time.Minute),
-		redlock.WithNodeObserver(func(redlock.NodeEvent) { calls.Add(1) }))
+		redlock.WithNodeObserver(func(observe.NodeEvent) { calls.Add(1) }))
 	ctx := context.Background()
 	first, err := c.Lock(ctx, "k", time.Minute)
 	if err != nil {
@@ -98,10 +99,10 @@ func TestLockPassedToLocalWaiter(t *testing.T) {
 	}
 	// Both sides report the pass (in either order: the waiter may take the
 	// lock before Release returns).
-	passed := ev.waitFor(t, 2, func(e redlock.Event) bool { return e.Passed })
+	passed := ev.waitFor(t, 2, func(e observe.Event) bool { return e.Passed })
 	ops := map[string]*redlock.Lock{}
 	for _, e := range passed {
-		ops[string(e.Op)] = e.Lock
+		ops[string(e.Op)], _ = e.Lock.(*redlock.Lock)
 	}
 	if len(passed) != 2 || ops["release"] != first || ops["acquire"] != second {
 		t.Fatalf("pass events: %+v", passed)
@@ -169,7 +170,7 @@ func TestLocalPassesAreBounded(t *testing.T) {
 	}
 	wg.Wait()
 	run, most, passes := 0, 0, 0
-	for _, e := range ev.waitFor(t, 40, func(e redlock.Event) bool { return e.Op == "acquire" && e.Err == nil }) {
+	for _, e := range ev.waitFor(t, 40, func(e observe.Event) bool { return e.Op == "acquire" && e.Err == nil }) {
 		if e.Passed {
 			run++
 			passes++

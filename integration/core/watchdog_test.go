@@ -10,19 +10,20 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // events records a Client's events of one op, in order, and lets a test
 // wait for the n-th without sleeping.
 type events struct {
 	mu   sync.Mutex
-	list []redlock.Event
+	list []observe.Event
 	more chan struct{}
 }
 
 func newEvents() *events { return &events{more: make(chan struct{}, 1024)} }
 
-func (e *events) observe(ev redlock.Event) {
+func (e *events) observe(ev observe.Event) {
 	e.mu.Lock()
 	e.list = append(e.list, ev)
 	e.mu.Unlock()
@@ -34,12 +35,12 @@ func (e *events) observe(ev redlock.Event) {
 
 // waitFor blocks until match has held for n events (or fails the test
 // after a long hang guard).
-func (e *events) waitFor(t *testing.T, n int, match func(redlock.Event) bool) []redlock.Event {
+func (e *events) waitFor(t *testing.T, n int, match func(observe.Event) bool) []observe.Event {
 	t.Helper()
 	guard := time.After(time.Minute)
 	for {
 		e.mu.Lock()
-		var got []redlock.Event
+		var got []observe.Event
 		for _, ev := range e.list {
 			if match(ev) {
 				got = append(got, ev)
@@ -57,7 +58,7 @@ func (e *events) waitFor(t *testing.T, n int, match func(redlock.Event) bool) []
 	}
 }
 
-func renewedOK(e redlock.Event) bool { return e.Op == "renew" && e.Err == nil }
+func renewedOK(e observe.Event) bool { return e.Op == "renew" && e.Err == nil }
 
 // The watchdog keeps a lock alive well past its lease while the work
 // runs: the nodes' PTTL is renewed, and the lock is released at the end.
@@ -124,7 +125,7 @@ func TestLostSignalFromRenewal(t *testing.T) {
 	if !errors.Is(l.Err(), redlock.ErrLockLost) || l.Remaining() != 0 {
 		t.Fatalf("after the loss: Err %v, Remaining %v", l.Err(), l.Remaining())
 	}
-	lost := ev.waitFor(t, 1, func(e redlock.Event) bool { return e.Op == "lost" })
+	lost := ev.waitFor(t, 1, func(e observe.Event) bool { return e.Op == "lost" })
 	if !errors.Is(lost[0].Err, redlock.ErrLockLost) || lost[0].Lock != l {
 		t.Fatalf("lost event: %+v", lost[0])
 	}
@@ -180,7 +181,7 @@ func TestLostSignalAtDeadline(t *testing.T) {
 			}
 		}
 	}
-	failed := ev.waitFor(t, 2, func(e redlock.Event) bool { return e.Op == "renew" && errors.Is(e.Err, redlock.ErrNotExtended) })
+	failed := ev.waitFor(t, 2, func(e observe.Event) bool { return e.Op == "renew" && errors.Is(e.Err, redlock.ErrNotExtended) })
 	for _, f := range failed {
 		if !f.Lock.Deadline().Equal(l.Deadline()) {
 			t.Fatal("a failed renewal moved the deadline")
@@ -195,7 +196,7 @@ func TestWatchdogStopsAtMaxHold(t *testing.T) {
 	ev := newEvents()
 	var renewCalls atomic.Int64 // node calls of renewals that have returned
 	c, nodes := setup(t, 3, redlock.WithWatchdog(400*time.Millisecond, 100*time.Millisecond),
-		redlock.WithMaxHold(time.Second), redlock.WithObserver(ev.observe), redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		redlock.WithMaxHold(time.Second), redlock.WithObserver(ev.observe), redlock.WithNodeObserver(func(e observe.NodeEvent) {
 			if e.Op == "renew" {
 				renewCalls.Add(1)
 			}
@@ -208,7 +209,7 @@ func TestWatchdogStopsAtMaxHold(t *testing.T) {
 	if err := l.Err(); !errors.Is(err, redlock.ErrLockLost) || !errors.Is(err, redlock.ErrMaxHold) {
 		t.Fatalf("cause = %v, want ErrLockLost and ErrMaxHold", err)
 	}
-	stopped := ev.waitFor(t, 1, func(e redlock.Event) bool { return e.Op == "renew" && errors.Is(e.Err, redlock.ErrMaxHold) })
+	stopped := ev.waitFor(t, 1, func(e observe.Event) bool { return e.Op == "renew" && errors.Is(e.Err, redlock.ErrMaxHold) })
 	renewed := ev.waitFor(t, 1, renewedOK)
 	if len(stopped) != 1 {
 		t.Fatal("more than one stop")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // checker checks the library's promise from outside, through the public
@@ -97,7 +98,7 @@ type rec struct {
 	key       string
 	owner     string
 	client    string
-	kind      redlock.Kind
+	kind      observe.Kind
 	hold      string    // reentrant: the hold as the workload made it (see typed)
 	sem       string    // semaphore: its key (key is the permit's)
 	permits   int       // semaphore: its n
@@ -185,7 +186,7 @@ func (c *checker) acquiredTyped(l *redlock.Lock, client string, call, ret time.T
 		s.acqCall = call
 	}
 	r := &rec{l: l, key: l.Key(), owner: l.Owner(), client: client, ret: ret, kind: l.Kind(), hold: l.Owner(), sem: ty.sem, permits: ty.permits}
-	if p := c.byLock[ty.parent]; ty.parent != nil && p != nil && p.client == client && r.kind == redlock.KindReentrant && p.kind == redlock.KindReentrant {
+	if p := c.byLock[ty.parent]; ty.parent != nil && p != nil && p.client == client && r.kind == observe.KindReentrant && p.kind == observe.KindReentrant {
 		r.hold = p.hold
 	}
 	c.recs = append(c.recs, r)
@@ -285,17 +286,17 @@ type reading struct {
 // holds returns what the node holds of owner's Lock of kind k: whether it
 // is there (as the value of a plain lock, or as a live entry of a hash of
 // k's type), and for how long (-1: no expiry).
-func (x reading) holds(owner string, k redlock.Kind) (bool, time.Duration) {
+func (x reading) holds(owner string, k observe.Kind) (bool, time.Duration) {
 	switch k {
-	case redlock.KindReentrant, redlock.KindRead, redlock.KindWrite:
+	case observe.KindReentrant, observe.KindRead, observe.KindWrite:
 		if x.typ != "hash" {
 			return false, 0
 		}
 		mode, kind := x.fields["#mode"], x.fields["#kind"]
 		switch {
-		case k == redlock.KindReentrant && kind != "reentrant",
-			k == redlock.KindRead && (kind != "rw" || mode != "r"),
-			k == redlock.KindWrite && (kind != "rw" || mode != "w"):
+		case k == observe.KindReentrant && kind != "reentrant",
+			k == observe.KindRead && (kind != "rw" || mode != "r"),
+			k == observe.KindWrite && (kind != "rw" || mode != "w"):
 			return false, 0
 		}
 		e, ok := x.fields[owner]
@@ -335,7 +336,7 @@ type sample struct {
 	l      *redlock.Lock
 	owner  string
 	key    string
-	kind   redlock.Kind
+	kind   observe.Kind
 	epoch  uint64
 	quiet  bool // no workload op in flight at the start
 	t1     time.Time
@@ -524,9 +525,9 @@ func (c *checker) read(keys map[string]bool) []map[string]reading {
 // holds, two types) excludes.
 func excludes(a, b *rec) bool {
 	switch {
-	case a.kind == redlock.KindRead && b.kind == redlock.KindRead:
+	case a.kind == observe.KindRead && b.kind == observe.KindRead:
 		return false
-	case a.kind == redlock.KindReentrant && b.kind == redlock.KindReentrant:
+	case a.kind == observe.KindReentrant && b.kind == observe.KindReentrant:
 		return a.hold != b.hold
 	}
 	return true
@@ -619,11 +620,11 @@ func (c *checker) tally(what string) {
 func (c *checker) kinds() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := map[redlock.Kind]int{}
+	n := map[observe.Kind]int{}
 	entries := 0
 	for _, r := range c.recs {
 		n[r.kind]++
-		if r.kind == redlock.KindReentrant && r.hold != r.owner {
+		if r.kind == observe.KindReentrant && r.hold != r.owner {
 			entries++
 		}
 	}

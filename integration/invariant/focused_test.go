@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // TestConcurrentExtendsKeepNodesAndDeadlineInStep: two Extends of one
@@ -65,7 +66,7 @@ func TestObserverReleaseOnLostDoesNotWedge(t *testing.T) {
 	renewed := make(chan struct{}, 100)
 	const lease = 2 * time.Second
 	c := newClient(t, cl.urls(), redlock.WithWatchdog(lease, lease/3),
-		redlock.WithObserver(func(ev redlock.Event) {
+		redlock.WithObserver(func(ev observe.Event) {
 			switch {
 			case ev.Op == "lost" && ev.Lock != nil && ev.Lock.Key() == "lost":
 				ctx, cancel := bg(2 * time.Second)
@@ -133,7 +134,7 @@ func TestLostLockIsNotHandedOn(t *testing.T) {
 	var mu sync.Mutex
 	var renewals []renewal
 	c := newClient(t, cl.urls(), redlock.WithNodeTimeout(3*time.Second), redlock.WithWatchdog(10*time.Second, time.Second),
-		redlock.WithObserver(func(ev redlock.Event) {
+		redlock.WithObserver(func(ev observe.Event) {
 			if ev.Op != "renew" {
 				return
 			}
@@ -144,7 +145,8 @@ func TestLostLockIsNotHandedOn(t *testing.T) {
 				}
 			}
 			mu.Lock()
-			renewals = append(renewals, renewal{ev.Lock, time.Now().Add(-ev.Elapsed), time.Now(), no})
+			l, _ := ev.Lock.(*redlock.Lock)
+			renewals = append(renewals, renewal{l, time.Now().Add(-ev.Elapsed), time.Now(), no})
 			mu.Unlock()
 		}))
 	defer closeGuarded(t, "client", c)

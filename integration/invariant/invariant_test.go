@@ -15,6 +15,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 const (
@@ -109,16 +110,17 @@ func between(r *mrand.Rand, lo, hi time.Duration) time.Duration {
 // releaseOnLost is the observer every Client has: it releases a Lock that
 // was lost, a natural clean-up.
 func releaseOnLost(chk *checker) redlock.Option {
-	return redlock.WithObserver(func(ev redlock.Event) {
-		if ev.Op != "lost" || ev.Lock == nil || avoid("observer") {
+	return redlock.WithObserver(func(ev observe.Event) {
+		l, ok := ev.Lock.(*redlock.Lock)
+		if ev.Op != "lost" || !ok || avoid("observer") {
 			return
 		}
-		chk.begin(ev.Lock)
+		chk.begin(l)
 		ctx, cancel := bg(2 * time.Second)
-		err := ev.Lock.Release(ctx)
+		err := l.Release(ctx)
 		cancel()
-		chk.end(ev.Lock)
-		chk.note(ev.Lock, "lost (%v), observer released: %v", ev.Err, err)
+		chk.end(l)
+		chk.note(l, "lost (%v), observer released: %v", ev.Err, err)
 	})
 }
 
@@ -363,7 +365,7 @@ func (w *worker) heldByCaller(l *redlock.Lock) {
 	var o []redlock.LockOption
 	if opts != nil {
 		o = append(o, opts)
-	} else if l.Kind() != redlock.KindReentrant {
+	} else if l.Kind() != observe.KindReentrant {
 		o = append(o, redlock.WriteLock())
 	}
 	ctx, cancel := bg(300 * time.Millisecond)

@@ -25,6 +25,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlockotel"
 	"github.com/redlock-go/redlock/redlockotel/metrictest"
 )
@@ -295,7 +296,7 @@ type nodeEvents struct {
 	refusal func(int)
 }
 
-func (ev *nodeEvents) observe(e redlock.NodeEvent) {
+func (ev *nodeEvents) observe(e observe.NodeEvent) {
 	ev.mu.Lock()
 	defer ev.mu.Unlock()
 	if ev.n == nil {

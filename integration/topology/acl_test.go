@@ -12,6 +12,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // The README's ACL lines, read from README.md itself (readmeACLLines), so
@@ -369,7 +370,7 @@ func TestACLLockTypes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("lock: %v", err)
 		}
-		if l.Kind() == redlock.KindReentrant {
+		if l.Kind() == observe.KindReentrant {
 			in, err := c.TryLock(redlock.WithLock(ctx, l), "lock:typed", ttl, opt)
 			if err != nil {
 				t.Fatalf("re-entry: %v", err)

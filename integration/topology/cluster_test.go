@@ -14,6 +14,7 @@ import (
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A 3-master Redis Cluster serves as one of three Redlock nodes (next to
@@ -139,9 +140,9 @@ func TestClusterAsOneNode(t *testing.T) {
 		}
 		var (
 			mu      sync.Mutex
-			answers = map[string][]redlock.NodeEvent{} // by node address
+			answers = map[string][]observe.NodeEvent{} // by node address
 		)
-		c := newClient(t, []redis.UniversalClient{cc, p0, p1}, redlock.WithNodeObserver(func(e redlock.NodeEvent) {
+		c := newClient(t, []redis.UniversalClient{cc, p0, p1}, redlock.WithNodeObserver(func(e observe.NodeEvent) {
 			mu.Lock()
 			answers[e.Addr] = append(answers[e.Addr], e)
 			mu.Unlock()
@@ -189,7 +190,7 @@ func TestClusterAsOneNode(t *testing.T) {
 		}
 		var calls atomic.Int64
 		c := newClient(t, []redis.UniversalClient{cc, p0, p1},
-			redlock.WithNodeObserver(func(redlock.NodeEvent) { calls.Add(1) }))
+			redlock.WithNodeObserver(func(observe.NodeEvent) { calls.Add(1) }))
 		split := []string{"lock:a", "lock:b"}
 		if node.Slot(split[0]) == node.Slot(split[1]) {
 			t.Fatalf("test keys %q share a slot", split)

@@ -1,50 +1,17 @@
 package handoff
 
-import "sync/atomic"
+import (
+	"sync/atomic"
 
-// Stats are the Hub's counters since New.
-type Stats struct {
-	// Waits that ended, by what ended them (a Wait with d <= 0 that found
-	// nothing pending, or that ended with an error, is not counted):
-	Notified uint64 // a node's release notification
-	Local    uint64 // Released (or ReleasedOwner) by this process
-	Promoted uint64 // the previous head left, so this waiter became head
-	Timer    uint64 // d elapsed: the polling fallback
-	// Handed is values (locks) that a waiter took (Take) after Offer
-	// passed them on, with no round trip to the nodes.
-	Handed uint64
+	"github.com/redlock-go/redlock/observe"
+)
 
-	// Messages is every release notification received from the nodes
-	// (for keys with or without local waiters, duplicates included).
-	Messages uint64
-	// Duplicates is the notifications dropped because their payload (the
-	// released lock's owner value, if the release script sends it) was the
-	// one the key's waiters were last woken with: the same release, seen
-	// on another node or already announced by ReleasedOwner.
-	Duplicates uint64
-
-	// SubscribeErrors is SUBSCRIBE and UNSUBSCRIBE calls that failed, or
-	// commands a node refused (a missing ACL permission): that node's
-	// notifications may be missing for a while. After a refusal the node is
-	// sent no subscription for a hold-off (1 s doubling up to 1 min).
-	SubscribeErrors uint64
-	// ReceiveErrors is reads (and health-check PINGs) of a node's pub/sub
-	// connection that failed: connection lost, node down (each failed
-	// reconnection counts).
-	ReceiveErrors uint64
-	// Stalls is connections replaced because nothing, not even the answer
-	// to a PING, arrived for twice the HealthCheck.
-	Stalls uint64
-	// Reconnects is how often a node's connection worked again after
-	// ReceiveErrors or a Stall.
-	Reconnects uint64
-
-	// Nodes is the number of nodes with a pub/sub connection (plain
-	// clients); the others are only polled.
-	Nodes int
-	// Waiting is the number of waiters in the local queues now.
-	Waiting int
-}
+// Stats are the Hub's counters since New; the type is the one the Client
+// shows (observe.HandoffStats). In the Hub's terms: Local counts Released
+// and ReleasedOwner, Promoted a head that left, Timer a Wait's d elapsed,
+// Handed a Take after Offer, Duplicates include what ReleasedOwner already
+// announced, Stalls twice the HealthCheck without an answer.
+type Stats = observe.HandoffStats
 
 type counters struct {
 	notified, local, promoted, timer atomic.Uint64
