@@ -16,7 +16,7 @@ demo:
 test: check unit integration cli examples chaos durable
 	@echo "make test: all passed"
 
-## check: no replace in a go.mod, no binary or file over 1 MB tracked, no module but the root importing internal/, the root package within its budget of exported symbols (scripts/check-tree.sh, scripts/docstats.sh); gofmt; vet of every module
+## check: no replace in a go.mod, no binary or file over 1 MB tracked, no module but the root importing internal/, the root package within its budget of exported symbols, every relative link of README.md, SAFETY.md and docs/*.md resolves, README.md at most 300 lines (scripts/check-tree.sh, scripts/docstats.sh); gofmt; vet of every module
 # The library is vetted twice: in the workspace (go.work), whose dependency
 # versions are the highest any module needs, and alone (GOWORK=off), on the
 # versions its own go.mod names, which are what its users get.

@@ -420,7 +420,7 @@ func (c *Client) identify(ctx context.Context, i int) error {
 		err = nil
 	}
 	if refusesInfo(err) {
-		err = fmt.Errorf("its identity (INFO server: run_id) cannot be read, so a restart there could not be seen (an ACL needs +info: see README): %w", err)
+		err = fmt.Errorf("its identity (INFO server: run_id) cannot be read, so a restart there could not be seen (an ACL needs +info: see docs/deployment.md): %w", err)
 		c.warnNode(ctx, i, &c.ids.infoWarned[i], "redlock: the node's identity cannot be read: its votes do not count", err)
 	}
 	if err != nil {

@@ -9,6 +9,10 @@
 #    packages: a released binary would then depend on code that may change
 #    in any version (tools use the public packages, e.g. redlock/admin).
 #  - more exported symbols in the root package than its budget (symbols).
+#  - a relative link in README.md, SAFETY.md or docs/*.md to a file that is
+#    not tracked, or to a heading (#anchor) that the linked page lacks;
+#  - a README.md of more than 300 lines: it is the page a newcomer reads
+#    first, the depth belongs in docs/.
 # It reads the index (what the next commit holds), so it needs only git, od;
 # the symbol count alone reads the working tree's Go files, with go.
 set -euo pipefail
@@ -85,8 +89,60 @@ if [ "$have" -gt "$symbols" ]; then
 	fail=1
 fi
 
+# anchors prints the anchors GitHub makes of a markdown file's headings
+# (outside fenced code): lower case, punctuation but - and _ dropped,
+# spaces as -, a repeated one suffixed -1, -2, ...
+anchors() {
+	git cat-file blob ":$1" | LC_ALL=C awk '
+		/^[ \t]*```/ { code = !code; next }
+		code || !/^#+[ \t]/ { next }
+		{
+			s = tolower($0); sub(/^#+[ \t]+/, "", s); sub(/[ \t#]+$/, "", s)
+			gsub(/[!-,.\/:-@[-^`{-~]/, "", s); gsub(/ /, "-", s)
+			if (seen[s]++) s = s "-" (seen[s] - 1)
+			print s
+		}'
+}
+
+# tracked says whether a path (a file or a folder) is in the index.
+tracked() {
+	git ls-files --error-unmatch "$1" >/dev/null 2>&1 || [ -n "$(git ls-files "$1/" | head -1)" ]
+}
+
+# Relative links of the user docs: each target is tracked and, with an
+# #anchor into a markdown file, that file has the heading.
+while read -r doc; do
+	dir=$(dirname "$doc")
+	while read -r link; do
+		target=${link%%#*}
+		anchor=""
+		[ "$target" != "$link" ] && anchor=${link#*#}
+		if [ -z "$target" ]; then
+			path=$doc
+		else
+			path=$(realpath -m --relative-to=. "$dir/$target")
+		fi
+		if ! tracked "$path"; then
+			echo "check-tree: $doc links to $link: $path is not tracked"
+			fail=1
+		elif [ -n "$anchor" ] && [[ $path == *.md ]] && ! anchors "$path" | grep -qxF -- "$anchor"; then
+			echo "check-tree: $doc links to $link: $path has no heading #$anchor"
+			fail=1
+		fi
+	done < <(git cat-file blob ":$doc" |
+		awk '/^[ \t]*```/ { code = !code; next } !code' |
+		grep -oE '\]\([^)[:space:]]+\)' | sed -E 's/^\]\((.*)\)$/\1/' |
+		grep -vE '^(https?|mailto):' || true)
+done < <(git ls-files README.md SAFETY.md 'docs/*.md' | grep -vE '^docs/.+/')
+
+readme_max=300
+if lines=$(git cat-file blob :README.md 2>/dev/null | wc -l) && [ "$lines" -gt "$readme_max" ]; then
+	echo "check-tree: README.md has $lines lines (limit $readme_max): move the depth into a page under docs/"
+	fail=1
+fi
+
 if [ "$fail" -ne 0 ]; then
-	echo "check-tree: FAIL (git rm --cached the file, move the replace to go.work, import the public packages, or see above)"
+	echo "check-tree: FAIL (see above)"
 	exit 1
 fi
 echo "check-tree: ok ($(git ls-files | wc -l) tracked files)"

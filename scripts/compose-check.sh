@@ -21,7 +21,7 @@ done
 # A node call that hit its node timeout has an unknown outcome; if its
 # command was still in flight (docker-proxy can hold it), the clean-up sent
 # after the timeout can arrive first and leave a minority key that expires
-# with its TTL (README: "What remains"). Such a key is reported, and the
+# with its TTL (docs/usage.md: "What remains"). Such a key is reported, and the
 # check fails only if something is still there once the demo's TTL (2s)
 # has passed: a key without TTL or one that outlives it.
 if ! (cd cmd/redlock && go run . inspect 'redlock:*' --nodes "$nodes"); then

@@ -596,11 +596,11 @@ func TestDurableCheck(t *testing.T) {
 	}
 }
 
-// doctor run as a user made from exactly the README's doctor line (read
-// from README.md) reaches every node and judges every row it judges as
-// the default user: no check fails for a missing permission.
-func TestDoctorAsREADMEUser(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
+// doctor run as a user made from exactly the documented doctor line (read
+// from docs/operations.md) reaches every node and judges every row it
+// judges as the default user: no check fails for a missing permission.
+func TestDoctorAsDocumentedUser(t *testing.T) {
+	b, err := os.ReadFile("../../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestDoctorAsREADMEUser(t *testing.T) {
 		}
 	}
 	if line == "" {
-		t.Fatal("README.md has no ACL SETUSER doctor line")
+		t.Fatal("docs/operations.md has no ACL SETUSER doctor line")
 	}
 	var args []interface{}
 	for _, f := range strings.Fields(line) {

@@ -88,7 +88,7 @@ func scenarios() []struct {
 		// restarts every 30-100 ms, so its first contact with node 2 is a
 		// node up for less than the window, which the default mode counts
 		// (a fresh deployment cannot be told from a node that restarted
-		// empty; README, Restart quarantine). In the default mode this
+		// empty; docs/restarts.md). In the default mode this
 		// scenario found that double grant in 17 of 171 runs (about one
 		// in five with coalescing, one in 25 without; each printed one
 		// involved the helper process); with QuarantineFresh, none in 30.

@@ -1022,7 +1022,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 		if i == 4 && len(keys) == 1 && keys[0] == "first" {
 			// The first SET sat in the frozen node's socket past its
 			// timeout, and its release on another connection may be read
-			// first after the thaw: the unknown-outcome case the README
+			// first after the thaw: the unknown-outcome case docs/usage.md
 			// states (a minority key that expires with its TTL).
 			continue
 		}

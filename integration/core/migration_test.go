@@ -22,8 +22,8 @@ import (
 // the three nodes that hold a go-redsync lock restart empty, a new
 // instance with default options takes the key while go-redsync's 10 s lock
 // is valid (the registers show no window: the double grant, the scenario's
-// sanity case). With the setting the
-// README gives for a mixed deployment, the setting floor, it stays out.
+// sanity case). With the setting
+// docs/migration.md gives for a mixed deployment, the setting floor, it stays out.
 func TestMigrationFromRedsync(t *testing.T) {
 	for _, tc := range []struct {
 		name string

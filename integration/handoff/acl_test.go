@@ -56,7 +56,7 @@ func TestSubscribeWithoutChannelPermission(t *testing.T) {
 	}
 }
 
-// A user without any pub/sub permission (the README's minimal ACL line)
+// A user without any pub/sub permission (the minimal ACL line of docs/deployment.md)
 // refuses SUBSCRIBE, UNSUBSCRIBE and PING. The Hub holds its subscriptions
 // back after a refusal (doubling from a second) instead of sending one for
 // every key that gets a waiter, never takes the refused replies for a

@@ -7,11 +7,12 @@ import (
 	"strings"
 )
 
-// READMEACLLines returns the "ACL SETUSER <user> ..." lines of the
-// repository's README.md (readme, its path), in order: the users the
-// README tells operators to create, tested exactly as written.
-func READMEACLLines(readme, user string) ([]string, error) {
-	b, err := os.ReadFile(readme)
+// DocACLLines returns the "ACL SETUSER <user> ..." lines of a
+// documentation page (page, its path; the lock's users are in
+// docs/deployment.md), in order: the users the documentation tells
+// operators to create, tested exactly as written.
+func DocACLLines(page, user string) ([]string, error) {
+	b, err := os.ReadFile(page)
 	if err != nil {
 		return nil, err
 	}
@@ -22,7 +23,7 @@ func READMEACLLines(readme, user string) ([]string, error) {
 		}
 	}
 	if len(lines) == 0 {
-		return nil, fmt.Errorf("%s has no ACL SETUSER %s line", readme, user)
+		return nil, fmt.Errorf("%s has no ACL SETUSER %s line", page, user)
 	}
 	return lines, nil
 }

@@ -33,7 +33,7 @@ type keySpec struct {
 }
 
 // The keys are under lock: (and their typed keys under {lock:), the
-// pattern of the README's ACL lines, which one Client's user is made of.
+// pattern of the documented ACL lines, which one Client's user is made of.
 var keySpecs = []keySpec{
 	{"lock:key0", "plain", 8}, {"lock:key1", "plain", 8}, {"lock:key2", "plain", 8},
 	{"lock:rw0", "rw", 5}, {"lock:rw1", "rw", 5},
@@ -148,7 +148,7 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 			return between(r, maxTTL-time.Second, maxTTL)
 		}},
 
-		// The README's ACL user for the lock types: no pub/sub permission
+		// The documented ACL user for the lock types: no pub/sub permission
 		// (its waiters poll), every other path the library takes.
 		{name: "acl", ttl: fixed(300*time.Millisecond, 2*time.Second)},
 	}
@@ -690,7 +690,7 @@ func TestInvariant(t *testing.T) {
 	by := chk.byClient()
 	t.Logf("locks by Client: %v", by)
 	if by["acl"] == 0 {
-		t.Errorf("the Client made from the README's ACL line took no lock: its user cannot do what the README says it can")
+		t.Errorf("the Client made from the ACL line of docs/deployment.md took no lock: its user cannot do what the page says it can")
 	}
 	t.Logf("locks per key per %v: %s", dur/10, chk.perKey(begin, dur/10))
 	t.Logf("failed acquisitions per %v: %s", dur/10, chk.failures(begin, dur/10))

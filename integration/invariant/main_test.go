@@ -33,7 +33,7 @@ const keptNodes = 2
 
 // cluster is 5 nodes, the first persist of them with appendonly (a restart
 // keeps their keys), each behind a fault proxy that the Clients use (the
-// checker reads the nodes directly). Every node has the README's ACL user
+// checker reads the nodes directly). Every node has the documented ACL user
 // for the lock types (user locker, from an ACL file, so that it survives
 // restarts): one Client connects as that user (aclURLs).
 type cluster struct {
@@ -45,7 +45,7 @@ type cluster struct {
 func startCluster(t testing.TB, persist int) *cluster {
 	t.Helper()
 	cl := &cluster{persist: persist}
-	lines, err := harness.READMEACLLines("../../README.md", "locker")
+	lines, err := harness.DocACLLines("../../docs/deployment.md", "locker")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func (cl *cluster) urls() []string {
 	return u
 }
 
-// aclURLs are urls as the README's ACL user (password s3cret).
+// aclURLs are urls as the documented ACL user (password s3cret).
 func (cl *cluster) aclURLs() []string {
 	u := cl.urls()
 	for i := range u {

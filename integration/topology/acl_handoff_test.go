@@ -55,7 +55,7 @@ func TestACLUserWithNotifications(t *testing.T) {
 	}
 }
 
-// With the README's minimal aclLine (no pub/sub permission), the nodes
+// With the minimal aclLine of docs/deployment.md (no pub/sub permission), the nodes
 // refuse every SUBSCRIBE: the waiters of one Client on one key still take
 // their turns through the local hand-off and their backoff, none waits for
 // a notification that cannot come, and the refused subscription is not

@@ -15,8 +15,9 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// The README's ACL lines, read from README.md itself (readmeACLLines), so
-// that a user made from exactly what the README says is what is tested:
+// The ACL lines of docs/deployment.md, read from that page itself, so
+// that a user made from exactly what the documentation says is what is
+// tested:
 // aclLine to lock, aclHandoffLine to lock with release notifications,
 // typesACLLine for every lock type.
 var aclLine, aclHandoffLine, typesACLLine string
@@ -27,12 +28,12 @@ var aclLine, aclHandoffLine, typesACLLine string
 var aclCommands []string
 
 func loadACLLines() error {
-	lines, err := harness.READMEACLLines("../../README.md", "locker")
+	lines, err := harness.DocACLLines("../../docs/deployment.md", "locker")
 	if err != nil {
 		return err
 	}
 	if len(lines) != 3 {
-		return fmt.Errorf("README.md has %d ACL SETUSER locker lines, want 3 (lock, notifications, types): %q", len(lines), lines)
+		return fmt.Errorf("docs/deployment.md has %d ACL SETUSER locker lines, want 3 (lock, notifications, types): %q", len(lines), lines)
 	}
 	aclLine, aclHandoffLine, typesACLLine = lines[0], lines[1], lines[2]
 	aclCommands = nil
@@ -351,7 +352,7 @@ func leftKeys(t *testing.T, prefix string, admins []redis.UniversalClient) int {
 	return n
 }
 
-// With the README's line for the lock types, every type's cycle works
+// With the documented line for the lock types, every type's cycle works
 // (lock, re-entry, extend, release); with the plain line, a typed lock
 // fails with the script's permission error, never a corrupted key.
 func TestACLLockTypes(t *testing.T) {

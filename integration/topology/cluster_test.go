@@ -213,7 +213,7 @@ func TestClusterAsOneNode(t *testing.T) {
 
 	t.Run("ACL user", func(t *testing.T) {
 		// A cluster client discovers the slots with CLUSTER SLOTS: on
-		// a cluster the README's ACL user needs that one more command.
+		// a cluster the documented ACL user needs that one more command.
 		for _, m := range cl.Masters {
 			setUser(t, m.Addr, aclLine)
 		}

@@ -1,5 +1,5 @@
-// Package topology runs the library against the node kinds the README
-// promises beyond plain standalone servers: a Redis Cluster, a
+// Package topology runs the library against the node kinds
+// docs/deployment.md promises beyond plain standalone servers: a Redis Cluster, a
 // sentinel-managed master, a TLS port and an ACL user, all real
 // redis-server processes started by the harness.
 package topology

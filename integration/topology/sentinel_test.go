@@ -59,7 +59,7 @@ func TestSentinelMasterAsOneNode(t *testing.T) {
 	absent(t, key, master, p0, p1)
 
 	// The same through a failover client that logs in to the master as
-	// the README's ACL user: the failover client needs no more than
+	// the documented ACL user: the failover client needs no more than
 	// aclLine on the master.
 	setUser(t, nodes[0].Addr, aclLine)
 	fa := redis.NewFailoverClient(&redis.FailoverOptions{

@@ -102,7 +102,7 @@ func (a *answering) serve(c net.Conn) {
 // answer is the fake node's reply: to keys "noperm..." a permission error,
 // "noscript..." NOSCRIPT to EVALSHA, "nil..." a refused SET NX, "no..." a
 // script's 0, else yes. A command outside SET and the scripts is refused
-// as by the README's minimal ACL user.
+// as by the minimal ACL user of docs/deployment.md.
 func answer(name, key string) string {
 	switch {
 	case name == "hello":

@@ -1,6 +1,6 @@
-// Package docs checks the Go code in the repository's README.md: every
-// ```go block compiles and passes go vet, so the documentation cannot fall
-// behind the API.
+// Package docs checks the Go code of the repository's user documentation,
+// README.md and the pages docs/*.md: every ```go block compiles and passes
+// go vet, so the documentation cannot fall behind the API.
 //
 // A block that begins with "package" is a program and is built as it is.
 // A block of declarations (it begins with "func") is a test file. Any
@@ -31,24 +31,25 @@ import (
 	"testing"
 )
 
-// snippet is one ```go block of the README.
+// snippet is one ```go block of a documentation page.
 type snippet struct {
-	line    int // of its first code line in README.md
+	file    string // the page, relative to the repository's root
+	line    int    // of its first code line in file
 	code    string
 	partial bool
 }
 
 var fence = regexp.MustCompile("(?s)(<!-- snippet: partial -->\\s*\\n)?```go\\n(.*?)```")
 
-// snippets returns the README's ```go blocks.
-func snippets(t *testing.T, readme string) []snippet {
-	b, err := os.ReadFile(readme)
+// snippets returns the ```go blocks of the page file (relative to root).
+func snippets(t *testing.T, root, file string) []snippet {
+	b, err := os.ReadFile(filepath.Join(root, file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []snippet
 	for _, m := range fence.FindAllSubmatchIndex(b, -1) {
-		out = append(out, snippet{line: bytes.Count(b[:m[4]], []byte("\n")) + 1, code: string(b[m[4]:m[5]]), partial: m[2] >= 0})
+		out = append(out, snippet{file: file, line: bytes.Count(b[:m[4]], []byte("\n")) + 1, code: string(b[m[4]:m[5]]), partial: m[2] >= 0})
 	}
 	return out
 }
@@ -92,14 +93,37 @@ var (
 )
 `
 
-func TestREADMESnippets(t *testing.T) {
+// pages are the documentation pages whose Go code is checked: README.md
+// and every docs/*.md (a page added there is checked without a change
+// here).
+func pages(t *testing.T, root string) []string {
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []string{"README.md"}
+	for _, d := range docs {
+		rel, err := filepath.Rel(root, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, filepath.ToSlash(rel))
+	}
+	return out
+}
+
+func TestDocSnippets(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := snippets(t, filepath.Join(root, "README.md"))
-	if len(all) == 0 {
-		t.Fatal("no ```go block found in README.md")
+	var all []snippet
+	for _, page := range pages(t, root) {
+		s := snippets(t, root, page)
+		if page == "README.md" && len(s) == 0 {
+			t.Fatal("no ```go block found in README.md")
+		}
+		all = append(all, s...)
 	}
 	dir, err := os.MkdirTemp(".", "snippets-") // inside this module, so that its requirements resolve
 	if err != nil {
@@ -113,15 +137,15 @@ func TestREADMESnippets(t *testing.T) {
 		switch {
 		case s.partial:
 			if _, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+code+"\n}", 0); err != nil {
-				t.Errorf("README.md:%d: partial snippet does not parse as statements: %v", s.line, err)
+				t.Errorf("%s:%d: partial snippet does not parse as statements: %v", s.file, s.line, err)
 			}
 		case strings.HasPrefix(code, "package "):
-			write(t, filepath.Join(dir, fmt.Sprintf("program%d", i), "main.go"), fmt.Sprintf("//line README.md:%d\n%s\n", s.line, code))
+			write(t, filepath.Join(dir, fmt.Sprintf("program%d", i), "main.go"), fmt.Sprintf("//line %s:%d\n%s\n", s.file, s.line, code))
 		case strings.HasPrefix(code, "func "):
 			tests = true
-			write(t, filepath.Join(dir, "tests", fmt.Sprintf("snippet%d_test.go", i)), withImports(t, "snippets_test", fmt.Sprintf("//line README.md:%d\n%s\n", s.line, code)))
+			write(t, filepath.Join(dir, "tests", fmt.Sprintf("snippet%d_test.go", i)), withImports(t, "snippets_test", fmt.Sprintf("//line %s:%d\n%s\n", s.file, s.line, code)))
 		default:
-			fmt.Fprintf(&frag, "func snippet%d(ctx context.Context) error {\n//line README.md:%d\n%s\n%s\nreturn nil\n}\n\n", i, s.line, code, markUsed(t, s, code))
+			fmt.Fprintf(&frag, "func snippet%d(ctx context.Context) error {\n//line %s:%d\n%s\n%s\nreturn nil\n}\n\n", i, s.file, s.line, code, markUsed(t, s, code))
 		}
 	}
 	if frag.Len() > 0 {
@@ -139,7 +163,7 @@ func TestREADMESnippets(t *testing.T) {
 func markUsed(t *testing.T, s snippet, code string) string {
 	f, err := parser.ParseFile(token.NewFileSet(), "", "package p\nfunc _() {\n"+code+"\n}", 0)
 	if err != nil {
-		t.Errorf("README.md:%d: snippet does not parse: %v", s.line, err)
+		t.Errorf("%s:%d: snippet does not parse: %v", s.file, s.line, err)
 		return ""
 	}
 	seen := map[string]bool{}
@@ -205,7 +229,7 @@ func write(t *testing.T, path, content string) {
 }
 
 // goCmd runs the go command in this module and fails the test with its
-// output (positions point into README.md) unless it succeeds.
+// output (positions point into the pages) unless it succeeds.
 func goCmd(t *testing.T, args ...string) {
 	t.Helper()
 	cmd := exec.Command("go", args...)
