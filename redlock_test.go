@@ -283,9 +283,10 @@ func TestLockHandleAccessorsWithFakeClock(t *testing.T) {
 		t.Fatal("Keys exposes internal slice")
 	}
 	// Extend of a lost lock fails without network traffic (this Client
-	// has no nodes to send to).
-	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Extend after deadline = %v", err)
+	// has no nodes to send to), with the loss as its cause: the same
+	// ErrLockLost as when no timer had ended the Lock first.
+	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Extend after deadline = %v, want ErrNotHeld and ErrLockLost", err)
 	}
 }
 
