@@ -211,7 +211,7 @@ func TestQuorumErrorShape(t *testing.T) {
 		t.Fatalf("errors.As: %+v", got)
 	}
 	msg := err.Error()
-	for _, want := range []string{"redlock: lock not obtained", "1 yes of 2 needed, 3 nodes", "after 3 attempts", "a:1: yes", "b:1: no", "c:1: context deadline exceeded", "context canceled"} {
+	for _, want := range []string{"redlock: lock not obtained: acquire", "got 1 of 2 needed after 3 attempts", "context canceled", "held elsewhere on 1 of 3 nodes", "c:1: timed out"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
