@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -246,7 +245,7 @@ func (c *Client) incurable(out quorum.Outcome) error {
 	if k == 0 || len(out.Votes)-k >= c.need {
 		return nil
 	}
-	return fmt.Errorf("redlock: %d of %d nodes refuse the call in a way no retry changes: %w", k, len(out.Votes), first)
+	return &incurableError{refused: k, nodes: len(out.Votes), first: first}
 }
 
 // failed returns the event of a request that fails after n attempts, the

@@ -3,6 +3,7 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -68,7 +69,8 @@ var (
 	// ErrNodeSkipped: an acquisition or extension did not send to the
 	// node: its last call timed out, a probe to it was in flight, and the
 	// other nodes could make the quorum. Nothing needs undoing there.
-	ErrNodeSkipped error = &notSentError{msg: "redlock: node skipped: its last call timed out and a probe is in flight"}
+	ErrNodeSkipped error = &notSentError{msg: "redlock: node skipped: its last call timed out and a probe is in flight",
+		why: "its last call timed out, a probe is in flight"}
 	// ErrNodeQuarantined: the node restarted (or, in strict mode, started)
 	// less than the quarantine window ago and may have lost the keys it
 	// held. See *QuarantineError and WithRestartQuarantine.
@@ -133,43 +135,171 @@ type QuorumError struct {
 	Cause    error                // ctx's error when ctx ended the call, else nil
 }
 
+// Error leads with what the caller needs: the sentinel, the operation,
+// the keys, the votes got and needed and why in plain words; then one
+// short clause per node whose call failed (nodes with the same failure
+// share one), in node order but for nodes that had not answered yet, which
+// come last. Plain yes and no answers are only counted.
+// The message stays within quorumMsgMax bytes, naming the nodes that no
+// longer fit as "... and N more nodes"; Nodes has every answer in full.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	fmt.Fprintf(&b, ": %s %s: %d yes of %d needed", e.Op, quoteKeys(e.Keys), e.Got, e.Need)
-	if len(e.Nodes) > 0 {
-		fmt.Fprintf(&b, ", %d nodes", len(e.Nodes))
-	}
+	fmt.Fprintf(&b, ": %s %s: got %d of %d needed", e.Op, briefKeys(e.Keys), e.Got, e.Need)
 	if e.Attempts > 1 {
 		fmt.Fprintf(&b, " after %d attempts", e.Attempts)
 	}
-	if e.Got >= e.Need && e.Op == "acquire" {
-		fmt.Fprintf(&b, ", but validity ran out (%v left)", e.Validity)
+	if why := e.why(); len(why) > 0 {
+		b.WriteString(": ")
+		b.WriteString(strings.Join(why, ", "))
 	}
+	writeClauses(&b, e.clauses())
+	return b.String()
+}
+
+// quorumMsgMax bounds the length of a QuorumError's message (but for a
+// header that is longer by itself).
+const quorumMsgMax = 300
+
+// why says in plain words why the round failed: ctx's error or the cause
+// that ended the call, a quorum reached too late, and a tally of the nodes
+// that said no or did not vote.
+func (e *QuorumError) why() []string {
+	var why []string
 	if e.Cause != nil {
-		fmt.Fprintf(&b, ": %v", e.Cause)
+		why = append(why, causeWords(e.Cause))
 	}
-	if len(e.Nodes) == 0 {
-		return b.String()
+	if e.Got >= e.Need && e.Op == OpAcquire {
+		why = append(why, fmt.Sprintf("quorum reached but the validity ran out (%v left)", e.Validity))
 	}
-	b.WriteString(" [")
-	for i, n := range e.Nodes {
-		if i > 0 {
-			b.WriteString("; ")
-		}
+	no, failed, discounted := 0, 0, 0
+	for _, n := range e.Nodes {
 		switch {
 		case n.Err != nil:
-			fmt.Fprintf(&b, "%s: %v", n.Addr, n.Err)
+			failed++
 		case n.Vote && n.Discounted != nil:
-			fmt.Fprintf(&b, "%s: yes, not counted: %v", n.Addr, n.Discounted)
-		case n.Vote:
-			fmt.Fprintf(&b, "%s: yes %v", n.Addr, n.Latency.Round(time.Microsecond))
-		default:
-			fmt.Fprintf(&b, "%s: no %v", n.Addr, n.Latency.Round(time.Microsecond))
+			discounted++
+		case !n.Vote:
+			no++
 		}
 	}
-	b.WriteString("]")
-	return b.String()
+	if no > 0 {
+		why = append(why, fmt.Sprintf("%s on %s", noWords(e.Op), count(no, len(e.Nodes))))
+	}
+	var ie *incurableError
+	if failed > 0 && !errors.As(e.Cause, &ie) { // else the cause counts them
+		why = append(why, count(failed, len(e.Nodes))+" did not vote")
+	}
+	if discounted > 0 {
+		why = append(why, count(discounted, len(e.Nodes))+" said yes but were not counted")
+	}
+	return why
+}
+
+// count is "k of n nodes" ("1 node" when n is 1).
+func count(k, n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d of %d nodes", k, n)
+}
+
+// noWords is what a node's no means for op.
+func noWords(op Op) string {
+	switch op {
+	case OpAcquire:
+		return "held elsewhere"
+	case OpRelease:
+		return "not ours (expired or taken over)"
+	}
+	return "no longer ours"
+}
+
+// clause is the failure shared by the nodes at addrs.
+type clause struct {
+	addrs   []string
+	words   string
+	pending bool // the nodes had not answered yet: said last
+}
+
+// clauses returns one clause per distinct failure of a node (an error, or
+// a yes not counted), in the order of the first node that had it.
+func (e *QuorumError) clauses() []clause {
+	var out []clause
+	at := map[string]int{}
+	for _, n := range e.Nodes {
+		var w string
+		switch {
+		case n.Err != nil:
+			w = nodeWords(n.Err)
+		case n.Vote && n.Discounted != nil:
+			w = "yes, not counted: " + nodeWords(n.Discounted)
+		default:
+			continue
+		}
+		if i, ok := at[w]; ok {
+			out[i].addrs = append(out[i].addrs, n.Addr)
+			continue
+		}
+		at[w] = len(out)
+		out = append(out, clause{addrs: []string{n.Addr}, words: w, pending: errors.Is(n.Err, ErrPending)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return !out[i].pending && out[j].pending }) // the failures first
+	return out
+}
+
+// writeClauses appends cs to b ("; addr, addr: words") while the message
+// stays within quorumMsgMax, leaving room to say how many nodes did not
+// fit: a clause that does not fit whole names the nodes that fit and
+// counts the others ("; a, b and 3 more: words").
+func writeClauses(b *strings.Builder, cs []clause) {
+	const tail = len("; ... and 99 more nodes")
+	for i, c := range cs {
+		room := quorumMsgMax - b.Len()
+		if i < len(cs)-1 {
+			room -= tail
+		}
+		s := fitClause(c, room)
+		if s == "" && i == 0 { // name one node at least, its reason cut short
+			s = "; " + c.addrs[0]
+			if len(c.addrs) > 1 {
+				s += fmt.Sprintf(" and %d more", len(c.addrs)-1)
+			}
+			s += ": "
+			s += cut(c.words, max(room-len(s), 16))
+		}
+		if s == "" {
+			left := 0
+			for _, c := range cs[i:] {
+				left += len(c.addrs)
+			}
+			fmt.Fprintf(b, "; ... and %d more %s", left, plural(left, "node", "nodes"))
+			return
+		}
+		b.WriteString(s)
+	}
+}
+
+// fitClause renders c within room bytes, naming as many of its nodes as
+// fit (at least one), or returns "" if not even one does.
+func fitClause(c clause, room int) string {
+	for k := len(c.addrs); k > 0; k-- {
+		s := "; " + strings.Join(c.addrs[:k], ", ")
+		if k < len(c.addrs) {
+			s += fmt.Sprintf(" and %d more", len(c.addrs)-k)
+		}
+		if s += ": " + c.words; len(s) <= room {
+			return s
+		}
+	}
+	return ""
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // Unwrap returns the sentinel and, if set, ctx's error.

@@ -532,8 +532,9 @@ func (l *Lock) wakeQueue() {
 // ErrLockLost when the validity had run out or a quorum no longer holds the
 // lock (the Lock then ends: see Done), ErrNotExtended when nodes failed or
 // timed out (the lock stays valid until Deadline) or it would pass
-// WithMaxHold (also ErrMaxHold), ErrNotHeld after Release or a loss, and
-// ctx's error if ctx ended the call; a ctx that is already done sends
+// WithMaxHold (also ErrMaxHold), ErrNotHeld after Release, ErrNotHeld and
+// the loss's cause (so also ErrLockLost) once the Lock ended with a loss,
+// and ctx's error if ctx ended the call; a ctx that is already done sends
 // nothing.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
@@ -637,8 +638,10 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	var err error
 	expired := false
 	switch {
+	case l.ended != nil && l.ended != ErrReleased: // the loss's cause too, whether its timer fired first or not
+		err = fmt.Errorf("%w: %s %s: lock was lost: %w", ErrNotHeld, o, quoteKeys(l.keys), l.ended)
 	case l.ended != nil || l.phase == lockstate.Releasing:
-		err = fmt.Errorf("%w: %s %s: lock was released or lost", ErrNotHeld, o, quoteKeys(l.keys))
+		err = fmt.Errorf("%w: %s %s: lock was released", ErrNotHeld, o, quoteKeys(l.keys))
 	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
 		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
 	case l.remaining() <= 0:

@@ -13,7 +13,8 @@ import (
 // observers hear of it.
 type notSentError struct {
 	msg   string
-	err   error // the cause, or nil
+	why   string // msg in the caller's words, for a QuorumError's clause
+	err   error  // the cause, or nil
 	asked bool
 }
 
@@ -29,19 +30,21 @@ func (e *notSentError) Unwrap() error { return e.err }
 var (
 	// errNotSent marks a node call that was skipped because nothing of
 	// ours can be there.
-	errNotSent error = &notSentError{msg: "redlock: not sent"}
+	errNotSent error = &notSentError{msg: "redlock: not sent", why: "nothing of ours there"}
 	// errReleasePending is the error of an acquisition call that was not
 	// sent because this Client's own release of the key on that node was
 	// still in flight at the node deadline (sending it would race the
 	// release).
-	errReleasePending error = &notSentError{msg: "redlock: not sent: this client's release of the key on this node was still in flight"}
+	errReleasePending error = &notSentError{msg: "redlock: not sent: this client's release of the key on this node was still in flight",
+		why: "our release there was still in flight"}
 )
 
 // gated returns the error of an acquisition call to the node at addr not
-// sent because of what identifyFirst found (what), with its cause: a
-// timeout (the node is then probed, see nodeHealth) or the gate's error.
-func gated(addr, what string, cause error) error {
-	return &notSentError{msg: "redlock: not sent to node " + addr + ": " + what, err: cause, asked: true}
+// sent because of what identifyFirst found (what; why says it in the
+// caller's words, "" if the cause says it all), with its cause: a timeout
+// (the node is then probed, see nodeHealth) or the gate's error.
+func gated(addr, what, why string, cause error) error {
+	return &notSentError{msg: "redlock: not sent to node " + addr + ": " + what, why: why, err: cause, asked: true}
 }
 
 // notSent reports whether err is the error of a node call whose command

@@ -13,7 +13,7 @@ import (
 // that did not reach the node at all also by untouched (health unknown,
 // not observed). Each keeps its message and cause.
 func TestNotSentErrors(t *testing.T) {
-	g := gated("a:1", "identity (INFO) not learned within the node deadline", context.DeadlineExceeded)
+	g := gated("a:1", "identity (INFO) not learned within the node deadline", "its identity (INFO) not read", context.DeadlineExceeded)
 	cases := []struct {
 		err                error
 		notSent, untouched bool

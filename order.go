@@ -64,7 +64,8 @@ func (o *order) wait(ctx context.Context, i int, prev <-chan struct{}, mine chan
 		return nil
 	case <-ctx.Done():
 		go func() { <-prev; o.exit(i, mine) }()
-		return &notSentError{msg: "redlock: not sent: the previous extension's call to this node was still in flight", err: ctx.Err()}
+		return &notSentError{msg: "redlock: not sent: the previous extension's call to this node was still in flight",
+			why: "our previous extension there was still in flight", err: ctx.Err()}
 	}
 }
 

@@ -537,10 +537,10 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 		return nil
 	}
 	if err := c.identify(ctx, i); err != nil && c.stale(i) {
-		return gated(c.nodes[i].Addr(), "identity (INFO) not learned", err)
+		return gated(c.nodes[i].Addr(), "identity (INFO) not learned", "its identity (INFO) not read", err)
 	}
 	if err := c.discount(i); err != nil {
-		return gated(c.nodes[i].Addr(), "identity learned", err)
+		return gated(c.nodes[i].Addr(), "identity learned", "", err)
 	}
 	return nil
 }
@@ -678,7 +678,7 @@ func (g restartGate) renew(ctx context.Context, i int, ttl time.Duration) error 
 	g.c.noteTTL(ttl)
 	if g.c.stale(i) {
 		if err := g.c.identify(ctx, i); err != nil && g.c.stale(i) {
-			return gated(g.c.nodes[i].Addr(), "identity (INFO) not learned", err)
+			return gated(g.c.nodes[i].Addr(), "identity (INFO) not learned", "its identity (INFO) not read", err)
 		}
 	}
 	return g.c.publish(ctx, i, ttl)

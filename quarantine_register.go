@@ -96,7 +96,8 @@ func (c *Client) publish(ctx context.Context, i int, ttl time.Duration) error {
 		if errors.As(err, &re) { // refused (NOPERM, OOM, MISCONF, LOADING, BUSY): a dead node is logged elsewhere
 			c.warnNode(ctx, i, &c.ids.regWarned[i], "redlock: the node's TTL register ("+node.TTLRegisterKey+") cannot be written: its votes do not count until it can", err)
 		}
-		return gated(c.nodes[i].Addr(), "TTL register ("+node.TTLRegisterKey+") not written, so the vote would be in no register", err)
+		return gated(c.nodes[i].Addr(), "TTL register ("+node.TTLRegisterKey+") not written, so the vote would be in no register",
+			"its TTL register ("+node.TTLRegisterKey+") not written", err)
 	}
 	c.ids.regWarned[i].Store(false)
 	p.note(b, sent.Add(hold-DriftBudget(hold, c.o.driftFactor)), c.o.clock.Now())

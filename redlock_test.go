@@ -212,7 +212,7 @@ func TestQuorumErrorShape(t *testing.T) {
 		t.Fatalf("errors.As: %+v", got)
 	}
 	msg := err.Error()
-	for _, want := range []string{"redlock: lock not obtained", "1 yes of 2 needed, 3 nodes", "after 3 attempts", "a:1: yes", "b:1: no", "c:1: context deadline exceeded", "context canceled"} {
+	for _, want := range []string{"redlock: lock not obtained: acquire", "got 1 of 2 needed after 3 attempts", "context canceled", "held elsewhere on 1 of 3 nodes", "c:1: timed out"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
@@ -284,9 +284,10 @@ func TestLockHandleAccessorsWithFakeClock(t *testing.T) {
 		t.Fatal("Keys exposes internal slice")
 	}
 	// Extend of a lost lock fails without network traffic (this Client
-	// has no nodes to send to).
-	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrNotHeld) {
-		t.Fatalf("Extend after deadline = %v", err)
+	// has no nodes to send to), with the loss as its cause: the same
+	// ErrLockLost as when no timer had ended the Lock first.
+	if err := l.Extend(context.Background(), time.Second); !errors.Is(err, ErrNotHeld) || !errors.Is(err, ErrLockLost) {
+		t.Fatalf("Extend after deadline = %v, want ErrNotHeld and ErrLockLost", err)
 	}
 }
 

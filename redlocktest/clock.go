@@ -27,6 +27,8 @@ type stepClock struct {
 	seq     uint64
 	timers  []*stepTimer
 	setTime func(time.Time) // moves the nodes' time; called without mu
+	running int             // functions AfterFunc started at once, not yet returned
+	idle    chan struct{}   // closed when running drops to 0
 }
 
 type stepTimer struct {
@@ -64,7 +66,7 @@ func (c *stepClock) AfterFunc(d time.Duration, fn func()) func() bool {
 	t := &stepTimer{at: c.now.Add(d), seq: c.seq, fn: fn}
 	if d <= 0 {
 		t.fired = true
-		go fn()
+		c.start(fn)
 	} else {
 		c.timers = append(c.timers, t)
 	}
@@ -76,6 +78,48 @@ func (c *stepClock) AfterFunc(d time.Duration, fn func()) func() bool {
 		}
 		t.fired = true
 		return true
+	}
+}
+
+// start runs fn on its own goroutine, counted in running until it
+// returns. c.mu must be held.
+func (c *stepClock) start(fn func()) {
+	if c.running == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.running++
+	go func() {
+		defer func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.running--; c.running == 0 {
+				close(c.idle)
+			}
+		}()
+		fn()
+	}()
+}
+
+// wait returns once no function started by start runs (those they start
+// included), or after wait in real time.
+func (c *stepClock) wait(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for {
+		c.mu.Lock()
+		idle := c.idle
+		if c.running == 0 {
+			idle = nil
+		}
+		c.mu.Unlock()
+		if idle == nil {
+			return
+		}
+		select {
+		case <-idle:
+		case <-t.C:
+			return
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,4 +104,53 @@ func Example() {
 	// b takes it: true
 	// watchdog lock held after a minute: true
 	// lost: true
+}
+
+// Advance returns once the losses it caused are delivered: Done closed,
+// Err and the Context's cause set, observers told. The context that ends
+// at the lock's deadline on the test's clock is l.Context(): l.Deadline()
+// is on that clock too (in 2030), so context.WithDeadline(ctx,
+// l.Deadline()) would wait years of real time.
+func ExampleCluster_Advance() {
+	t := &exampleT{} // in a test: t *testing.T
+	defer t.done()
+	ctx := context.Background()
+	cluster := redlocktest.New(t)
+	var lost atomic.Int32
+	c := cluster.Client(redlock.WithObserver(func(e redlock.Event) {
+		if e.Op == redlock.OpLost {
+			lost.Add(1)
+		}
+	}))
+
+	l, _ := c.TryLock(ctx, "report", 10*time.Second)
+	work := l.Context() // ends at the deadline on the cluster's clock, and at any other loss
+	cluster.Advance(11 * time.Second)
+	select { // no sleep, no polling
+	case <-l.Done():
+		fmt.Println("done: closed")
+	default:
+		fmt.Println("done: open")
+	}
+	fmt.Println("work:", work.Err())
+	fmt.Println("cause:", context.Cause(work))
+	fmt.Println("lost events:", lost.Load())
+
+	// The README's pattern in code under test: its WithDeadline never
+	// fires here, but AfterFunc ends work at the fake deadline, on a
+	// goroutine of its own: wait for it, do not poll it.
+	l, _ = c.TryLock(ctx, "report", 10*time.Second)
+	work, cancel := context.WithDeadline(ctx, l.Deadline())
+	defer cancel()
+	stop := context.AfterFunc(l.Context(), cancel)
+	defer stop()
+	cluster.Advance(11 * time.Second)
+	<-work.Done()
+	fmt.Println("pattern's work:", work.Err())
+	// Output:
+	// done: closed
+	// work: context canceled
+	// cause: redlock: lock lost: ["report"]: the validity ran out before a renewal succeeded
+	// lost events: 1
+	// pattern's work: context canceled
 }

@@ -16,8 +16,19 @@
 // and the nodes' clock together, so keys expire on the nodes when the
 // Client's deadlines say, a Lock's Done fires at its deadline and
 // watchdog renewals run at their intervals (each to its end, in order).
+// Advance returns once what it caused has been delivered: a test checks
+// Done, Err, Context and its observers right after it, with no sleep.
 // Network calls themselves take real (short) time and are not counted on
 // the fake clock.
+//
+// A Lock's Deadline is on the fake clock (it starts at Start, in 2030), so
+// context.WithDeadline(ctx, l.Deadline()) is a real-time deadline that
+// never arrives in a test. The context that ends at the deadline on the
+// fake clock, and at any other loss, is l.Context() (or the ctx Run hands
+// its function): the README's pattern, which also ends its work ctx with
+// context.AfterFunc(l.Context(), cancel), stops at the fake deadline too,
+// but AfterFunc cancels on a goroutine of its own, so wait for that ctx
+// (<-work.Done()) rather than poll it.
 //
 // A blocking Lock (or Run) on a key held elsewhere polls the nodes in real
 // time, at most 100ms apart (its backoff), and is woken at once by a
@@ -58,6 +69,7 @@ type Cluster struct {
 	servers []*miniredis.Miniredis
 	clients []*redis.Client
 	clock   *stepClock
+	track   tracker // the live Locks of the Cluster's Clients
 	mu      sync.Mutex
 	other   *redlock.Client // the holder of Hold; made on first use, under mu
 }
@@ -134,6 +146,7 @@ func (c *Cluster) newClient(opts []redlock.Option) (*redlock.Client, error) {
 		redlock.WithNodeTimeout(nodeTimeout),
 		redlock.WithRestartQuarantine(redlock.QuarantineOff),
 	}, opts...)
+	all = append(all, redlock.WithObserver(c.track.observe)) // last: it hears of an event after the test's observers
 	cl, err := redlock.New(nodes, all...)
 	if err != nil {
 		return nil, err
@@ -147,13 +160,24 @@ func (c *Cluster) Now() time.Time { return c.clock.Now() }
 
 // Advance moves the time of the Clients and of the nodes d forward
 // together. Timers that fall due run in order, each at its own time and
-// to its end, before Advance returns: a lock whose deadline passes is
-// Done, watchdog locks are renewed at their intervals, keys whose TTL
-// passes are gone from the nodes. A Lock's deadline timer is armed when
-// its Done or Context is first called: called only after the deadline
-// passed, Done closes at once but on another goroutine, so wait on it
-// (<-l.Done()) rather than poll it.
-func (c *Cluster) Advance(d time.Duration) { c.clock.Advance(d) }
+// to its end: a Lock of the Cluster's Clients whose deadline passes ends
+// then (whether or not its Done or Context was called before), watchdog
+// locks are renewed at their intervals, keys whose TTL passes are gone
+// from the nodes. Advance returns once every Lock that ended meanwhile is
+// ended for every observer: Done closed, Context cancelled with Err as its
+// cause, Err set, and the Clients' WithObserver functions called with its
+// "lost" event (a renewal's loss is reported on a goroutine of its
+// Client's: Advance waits for it). It waits at most 10s of real time for
+// each timer and for those deliveries, so that a timer blocked on
+// something only a later Advance brings cannot hang the test. What it
+// cannot wait for is the code under test's own goroutines, such as a
+// context.AfterFunc(l.Context(), cancel): wait on what they produce.
+func (c *Cluster) Advance(d time.Duration) {
+	c.track.arm()
+	c.clock.Advance(d)
+	c.clock.wait(timerWait) // timers set to fire at once (a Lock first watched past its deadline)
+	c.track.settle(timerWait)
+}
 
 // Lose deletes keys on every node, as if another party had taken them or
 // the nodes had lost them: the holder's next Extend or watchdog renewal

@@ -40,7 +40,7 @@ type Tracker interface {
 
 // ErrPending is the error of a node that had not answered when the round
 // was decided.
-var ErrPending = errors.New("no answer before the decision")
+var ErrPending = errors.New("redlock: no answer yet when the round was decided")
 
 // Vote is what one node answered.
 type Vote struct {
