@@ -169,7 +169,7 @@ func (e *QuorumError) why() []string {
 	if e.Cause != nil {
 		why = append(why, causeWords(e.Cause))
 	}
-	if e.Got >= e.Need && e.Op == OpAcquire {
+	if e.Got >= e.Need && e.Op == observe.OpAcquire {
 		why = append(why, fmt.Sprintf("quorum reached but the validity ran out (%v left)", e.Validity))
 	}
 	no, failed, discounted := 0, 0, 0
@@ -205,11 +205,11 @@ func count(k, n int) string {
 }
 
 // noWords is what a node's no means for op.
-func noWords(op Op) string {
+func noWords(op observe.Op) string {
 	switch op {
-	case OpAcquire:
+	case observe.OpAcquire:
 		return "held elsewhere"
-	case OpRelease:
+	case observe.OpRelease:
 		return "not ours (expired or taken over)"
 	}
 	return "no longer ours"

@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // mixedNodes is a round of five nodes: refused, timed out, not asked
 // because the TTL register could not be written, not answered yet, yes.
-func mixedNodes(addr func(i int) string) []NodeResult {
+func mixedNodes(addr func(i int) string) []observe.NodeResult {
 	tcp := func(i int) *net.TCPAddr { return &net.TCPAddr{IP: net.IPv4(10, 0, 0, byte(i)), Port: 6379} }
 	refused := &net.OpError{Op: "dial", Net: "tcp", Addr: tcp(1), Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}
 	timeout := &net.OpError{Op: "read", Net: "tcp", Source: tcp(9), Addr: tcp(2), Err: os.ErrDeadlineExceeded}
 	register := gated(addr(2), "TTL register (redlock:ttl) not written, so the vote would be in no register",
 		"its TTL register (redlock:ttl) not written", context.DeadlineExceeded)
-	return []NodeResult{
+	return []observe.NodeResult{
 		{Addr: addr(0), Err: refused},
 		{Addr: addr(1), Err: timeout},
 		{Addr: addr(2), Err: register},
@@ -36,7 +37,7 @@ func mixedNodes(addr func(i int) string) []NodeResult {
 // detail to its fields.
 func TestQuorumErrorMessage(t *testing.T) {
 	addr := func(i int) string { return fmt.Sprintf("10.0.0.%d:6379", i+1) }
-	qe := &QuorumError{Op: OpAcquire, Keys: []string{"orders:42"}, Need: 3, Got: 1, Attempts: 1, Err: ErrNotObtained, Nodes: mixedNodes(addr)}
+	qe := &QuorumError{Op: observe.OpAcquire, Keys: []string{"orders:42"}, Need: 3, Got: 1, Attempts: 1, Err: ErrNotObtained, Nodes: mixedNodes(addr)}
 	msg := qe.Error()
 	t.Logf("%d bytes: %s", len(msg), msg)
 	if want := `redlock: lock not obtained: acquire ["orders:42"]: got 1 of 3 needed: 4 of 5 nodes did not vote;`; !strings.HasPrefix(msg, want) {
@@ -68,9 +69,9 @@ func TestQuorumErrorCap(t *testing.T) {
 	long := func(i int) string {
 		return fmt.Sprintf("redis-node-%d.a-rather-long-internal-domain.example.com:6379", i)
 	}
-	qe := &QuorumError{Op: OpExtend, Keys: []string{strings.Repeat("k", 200), "b", "c"}, Need: 5, Attempts: 1, Err: ErrNotExtended}
+	qe := &QuorumError{Op: observe.OpExtend, Keys: []string{strings.Repeat("k", 200), "b", "c"}, Need: 5, Attempts: 1, Err: ErrNotExtended}
 	for i := 0; i < 9; i++ {
-		qe.Nodes = append(qe.Nodes, NodeResult{Addr: long(i), Err: fmt.Errorf("node %d: %w", i, os.ErrDeadlineExceeded)})
+		qe.Nodes = append(qe.Nodes, observe.NodeResult{Addr: long(i), Err: fmt.Errorf("node %d: %w", i, os.ErrDeadlineExceeded)})
 	}
 	qe.Nodes[8].Err = errors.New("something odd")
 	msg := qe.Error()
@@ -85,9 +86,9 @@ func TestQuorumErrorCap(t *testing.T) {
 		t.Errorf("no count of the nodes left out")
 	}
 
-	same := &QuorumError{Op: OpAcquire, Keys: []string{"k"}, Need: 2, Err: ErrNotObtained}
+	same := &QuorumError{Op: observe.OpAcquire, Keys: []string{"k"}, Need: 2, Err: ErrNotObtained}
 	for i := 0; i < 3; i++ {
-		same.Nodes = append(same.Nodes, NodeResult{Addr: fmt.Sprintf("n%d:1", i), Err: os.ErrDeadlineExceeded})
+		same.Nodes = append(same.Nodes, observe.NodeResult{Addr: fmt.Sprintf("n%d:1", i), Err: os.ErrDeadlineExceeded})
 	}
 	if msg := same.Error(); !strings.HasSuffix(msg, "; n0:1, n1:1, n2:1: timed out") {
 		t.Errorf("identical failures not grouped: %s", msg)

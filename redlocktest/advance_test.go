@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // closed reports whether ch is closed now, without waiting.
@@ -28,10 +29,10 @@ func TestAdvanceDelivers(t *testing.T) {
 	c := New(t)
 	var mu sync.Mutex
 	lost := map[*redlock.Lock]bool{}
-	cl := c.Client(redlock.WithObserver(func(e redlock.Event) {
-		if e.Op == redlock.OpLost {
+	cl := c.Client(redlock.WithObserver(func(e observe.Event) {
+		if e.Op == observe.OpLost {
 			mu.Lock()
-			lost[e.Lock] = true
+			lost[e.Lock.(*redlock.Lock)] = true
 			mu.Unlock()
 		}
 	}))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 	"github.com/redlock-go/redlock/redlocktest"
 )
 
@@ -117,8 +118,8 @@ func ExampleCluster_Advance() {
 	ctx := context.Background()
 	cluster := redlocktest.New(t)
 	var lost atomic.Int32
-	c := cluster.Client(redlock.WithObserver(func(e redlock.Event) {
-		if e.Op == redlock.OpLost {
+	c := cluster.Client(redlock.WithObserver(func(e observe.Event) {
+		if e.Op == observe.OpLost {
 			lost.Add(1)
 		}
 	}))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // tracker knows the live Locks of a Cluster's Clients (an observer added
@@ -18,24 +19,25 @@ type tracker struct {
 
 // observe is the last observer of every Client of the Cluster: when it
 // hears of an event, the Client's other observers have heard of it.
-func (t *tracker) observe(e redlock.Event) {
-	if e.Lock == nil {
+func (t *tracker) observe(e observe.Event) {
+	l, _ := e.Lock.(*redlock.Lock)
+	if l == nil {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case e.Op == redlock.OpLost || e.Op == redlock.OpRelease:
-		if ch, ok := t.locks[e.Lock]; ok {
+	case e.Op == observe.OpLost || e.Op == observe.OpRelease:
+		if ch, ok := t.locks[l]; ok {
 			close(ch)
-			delete(t.locks, e.Lock)
+			delete(t.locks, l)
 		}
-	case e.Op == redlock.OpAcquire && e.Err == nil:
+	case e.Op == observe.OpAcquire && e.Err == nil:
 		if t.locks == nil {
 			t.locks = map[*redlock.Lock]chan struct{}{}
 		}
-		if _, ok := t.locks[e.Lock]; !ok {
-			t.locks[e.Lock] = make(chan struct{})
+		if _, ok := t.locks[l]; !ok {
+			t.locks[l] = make(chan struct{})
 		}
 	}
 }
