@@ -496,7 +496,7 @@ func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 	if n == 0 || known >= c.need {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
 	var left atomic.Int32
 	left.Store(int32(n))
 	finish := func() { // the last identification ends the context
@@ -510,7 +510,7 @@ func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 		if due&(1<<i) != 0 {
 			go func(i int) {
 				defer c.wg.Done()
-				if _ = c.identify(ctx, i); ctx.Err() != nil && c.stale(i) {
+				if _ = c.identify(ictx, i); ictx.Err() != nil && c.stale(i) {
 					c.health[i].suspect.Store(true)
 				}
 				finish()

@@ -127,6 +127,8 @@ type Client struct {
 	ops      inflight         // Lock, Extend and Release calls in progress; Close waits for them
 	wg       inflight         // node calls still in flight (stragglers)
 	ends     *deadline.Shared // the node calls' deadlines, shared by rounds ending together
+	workers  quorum.Workers   // the goroutines that make node calls, parked between them
+	now      func() time.Time // c.o.clock.Now as a func value, made once: rounds take it
 	closed   atomic.Bool
 	// closing is cancelled by Close; it ends the backoff waits of Lock.
 	closing context.Context
@@ -191,6 +193,12 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 		if !strings.Contains(u, "max_retries=") {
 			opt.MaxRetries = -1 // a failed call counts as unknown and is undone; see New
 		}
+		if !strings.Contains(u, "protocol=") {
+			// RESP2: the lock's replies are the same, and go-redis then
+			// skips its check for pending push notifications (RESP3 only),
+			// a socket read before every command.
+			opt.Protocol = 2
+		}
 		dialOnce(opt) // a dead node fails at once, not after five dials 100ms apart
 		if opt.TLSConfig != nil && opt.Dialer == nil {
 			opt.Dialer = tlsDialer(opt)
@@ -228,7 +236,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	if err := o.validate(len(clients)); err != nil {
 		return nil, err
 	}
-	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o, ends: deadline.New()}
+	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o, ends: deadline.New(), now: o.clock.Now}
 	seen := make(map[string]int, len(clients))
 	for i, cl := range clients {
 		if isNil(cl) {
@@ -409,6 +417,7 @@ func (c *Client) Close() error {
 	c.hub.Close() // Lock calls waiting in a queue end with ErrClosed
 	c.ops.Wait()
 	c.wg.Wait()
+	c.workers.Close()
 	var first error
 	for _, cl := range c.owned {
 		if err := cl.Close(); err != nil && first == nil {
@@ -593,7 +602,7 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // (Round.Wait) still ends with ctx.
 func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.ValueCall) *quorum.Round {
 	ctx = c.ends.Within(ctx, timeout) // no timer of its own: the slot's is shared
-	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.o.clock.Now, Counts: c.counts(o)}
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.now, Counts: c.counts(o), Workers: &c.workers}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, o, i, v) }
 	}

@@ -171,7 +171,7 @@ func (c *Client) renewBatch(batch []*Lock) {
 // waits on it.
 func (c *Client) renewRound(ls []*Lock, rs []node.Renewal, ttl time.Duration) []quorum.Outcome {
 	ctx, cancel := context.WithTimeout(context.Background(), c.releaseTimeout(ttl))
-	cfg := quorum.Config{N: len(c.nodes), Need: c.need, Track: &c.wg, Now: c.o.clock.Now, Finally: cancel, Counts: c.counts(opRenew)}
+	cfg := quorum.Config{N: len(c.nodes), Need: c.need, Track: &c.wg, Now: c.now, Finally: cancel, Counts: c.counts(opRenew)}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, opRenew, i, v) }
 	}

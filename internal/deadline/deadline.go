@@ -12,20 +12,21 @@ import (
 	"time"
 )
 
-// Grain is the width of a slot: a deadline is rounded up to the next slot
-// end, so a context may end up to Grain after the deadline asked for.
+// Grain is the narrowest slot: a deadline d from now is rounded up to the
+// next end of a slot of max(Grain, d/32), so a context may end up to that
+// much (3 %) after the deadline asked for.
 const Grain = time.Millisecond
 
 // Shared hands out contexts ending at shared deadlines. The zero value is
 // not usable; make one with New. It is safe for concurrent use.
 type Shared struct {
-	base  time.Time // slot k ends at base + k*Grain (monotonic)
+	base  time.Time // slots end at offsets from base (monotonic)
 	slots [2]atomic.Pointer[slot]
 	next  atomic.Uint32 // which of slots a new slot replaces
 }
 
 type slot struct {
-	k      int64
+	at     time.Duration // its end, from base
 	ctx    context.Context
 	cancel context.CancelFunc // never needed: the timer fires at the deadline
 }
@@ -40,15 +41,18 @@ func (s *Shared) Within(parent context.Context, d time.Duration) context.Context
 }
 
 // end returns the context of the slot that ends d from now, rounded up.
+// Rounds of one kind (acquisitions, releases) share a d, so their slots
+// are found again until time moves past one.
 func (s *Shared) end(d time.Duration) context.Context {
-	k := int64((time.Since(s.base) + d + Grain - 1) / Grain)
+	g := max(Grain, d/32)
+	at := (time.Since(s.base) + d + g - 1) / g * g
 	for i := range s.slots {
-		if sl := s.slots[i].Load(); sl != nil && sl.k == k {
+		if sl := s.slots[i].Load(); sl != nil && sl.at == at {
 			return sl.ctx
 		}
 	}
-	sl := &slot{k: k}
-	sl.ctx, sl.cancel = context.WithDeadline(context.Background(), s.base.Add(time.Duration(k)*Grain))
+	sl := &slot{at: at}
+	sl.ctx, sl.cancel = context.WithDeadline(context.Background(), s.base.Add(at))
 	s.slots[s.next.Add(1)%uint32(len(s.slots))].Store(sl)
 	return sl.ctx
 }

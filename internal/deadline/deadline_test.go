@@ -23,11 +23,11 @@ func TestWithinSharesSlotAndKeepsValues(t *testing.T) {
 		t.Fatalf("value lost: %v", a.Value(key{}))
 	}
 	da, ok := a.Deadline()
-	if !ok || da.Before(before.Add(time.Hour)) || da.After(time.Now().Add(time.Hour+Grain)) {
-		t.Fatalf("deadline %v, want within [now+1h, now+1h+%v]", da, Grain)
+	if !ok || da.Before(before.Add(time.Hour)) || da.After(time.Now().Add(time.Hour+time.Hour/32)) {
+		t.Fatalf("deadline %v, want within [now+1h, now+1h+1h/32]", da)
 	}
 	db, _ := b.Deadline()
-	if db.Sub(da) > Grain || db.Before(da) {
+	if db.Sub(da) > time.Hour/32 || db.Before(da) {
 		t.Fatalf("deadlines %v and %v: more than one slot apart", da, db)
 	}
 	if db.Equal(da) && a.Done() != b.Done() {

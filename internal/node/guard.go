@@ -62,8 +62,11 @@ const procPrefix = "REDLOCKPROC "
 // process turns the guard's refusal into a *ProcessError (and tells the
 // node's watcher, see Bind); other errors are returned as they are.
 func (n *Node) process(want string, err error) error {
+	if err == nil || !strings.HasPrefix(err.Error(), procPrefix) { // an error reply is its own text
+		return err
+	}
 	var re redis.Error
-	if err == nil || !errors.As(err, &re) || !strings.HasPrefix(re.Error(), procPrefix) {
+	if !errors.As(err, &re) {
 		return err
 	}
 	pe := &ProcessError{Want: want, Got: strings.TrimPrefix(re.Error(), procPrefix), Err: err}

@@ -88,6 +88,10 @@ type Config struct {
 
 	// Finally, if set, runs once after every call has returned.
 	Finally func()
+
+	// Workers, if set, runs the calls on parked goroutines (see Workers);
+	// nil: one new goroutine per call.
+	Workers *Workers
 }
 
 // Outcome is the state of a round at its decision.
@@ -148,7 +152,11 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 	}
 	r.wg.Add(cfg.N)
 	for i := 0; i < cfg.N; i++ {
-		go r.call(ctx, call, i)
+		if cfg.Workers != nil {
+			cfg.Workers.Go(func() { r.call(ctx, call, i) })
+		} else {
+			go r.call(ctx, call, i)
+		}
 	}
 	return r
 }

@@ -3,6 +3,7 @@ package quorum
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -204,5 +205,48 @@ func TestStartValueKeepsYesValues(t *testing.T) {
 		if v := r.Answer(i); v.Value != want[i] { // every answer, on time or late
 			t.Fatalf("node %d: value %d, want %d", i, v.Value, want[i])
 		}
+	}
+}
+
+func TestWorkersReuseAndClose(t *testing.T) {
+	base := runtime.NumGoroutine()
+	var w Workers
+	var wg sync.WaitGroup
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		w.Go(wg.Done)
+	}
+	wg.Wait()
+	// Parked workers take the next calls: 100 calls one after another
+	// leave no more goroutines than there were.
+	parked := runtime.NumGoroutine()
+	for i := 0; i < 100; i++ {
+		done := make(chan struct{})
+		w.Go(func() { close(done) })
+		<-done
+	}
+	if n := runtime.NumGoroutine(); n > parked {
+		t.Fatalf("%d goroutines after 100 calls, %d before: parked workers not reused", n, parked)
+	}
+	if parked-base > maxIdle {
+		t.Fatalf("%d workers parked, at most %d", parked-base, maxIdle)
+	}
+	w.Close()
+	waitGoroutines(t, base)
+	ran := make(chan struct{})
+	w.Go(func() { close(ran) }) // after Close: on a goroutine of its own
+	<-ran
+	waitGoroutines(t, base)
+}
+
+// waitGoroutines waits until at most n goroutines run.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, want at most %d", runtime.NumGoroutine(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
