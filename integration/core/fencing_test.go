@@ -194,7 +194,9 @@ func TestFencingRejectsPausedHolder(t *testing.T) {
 	res := nodes[0].Client() // the protected resource lives in Redis here
 	defer res.Close()
 	ctx := context.Background()
-	la, err := a.TryLock(ctx, "f:pause", 300*time.Millisecond)
+	// Lock, not TryLock: a 300 ms TTL caps the node deadline at 30 ms,
+	// which a loaded machine misses now and then; a retry gets it.
+	la, err := a.Lock(ctx, "f:pause", 300*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
