@@ -72,10 +72,12 @@ const given = `package snippets
 
 import (
 	"context"
+	"testing"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/redlockotel"
+	"github.com/redlock-go/redlock/redlocktest"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -90,6 +92,8 @@ var (
 	m        *redlockotel.Metrics
 	qty      int64
 	job      func(context.Context) error
+	cluster  *redlocktest.Cluster
+	t        *testing.T
 )
 `
 
