@@ -601,8 +601,11 @@ func (c *Client) releaseTimeout(ttl time.Duration) time.Duration {
 // runs to its answer tells exactly what is there to undo. The caller's wait
 // (Round.Wait) still ends with ctx.
 func (c *Client) roundWithin(ctx context.Context, o op, timeout time.Duration, need int, call quorum.ValueCall) *quorum.Round {
+	// One node: a release is waited for in full, and a wait on a ctx that
+	// cannot end waits for the answer too, so the call runs right here.
+	inline := len(c.nodes) == 1 && (o == opRelease || ctx.Done() == nil)
 	ctx = c.ends.Within(ctx, timeout) // no timer of its own: the slot's is shared
-	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.now, Counts: c.counts(o), Workers: &c.workers}
+	cfg := quorum.Config{N: len(c.nodes), Need: need, Track: &c.wg, Now: c.now, Counts: c.counts(o), Workers: &c.workers, Inline: inline}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, o, i, v) }
 	}

@@ -170,8 +170,8 @@ func (c *Client) renewBatch(batch []*Lock) {
 // calls get the release deadline: it carries many locks, and no caller
 // waits on it.
 func (c *Client) renewRound(ls []*Lock, rs []node.Renewal, ttl time.Duration) []quorum.Outcome {
-	ctx, cancel := context.WithTimeout(context.Background(), c.releaseTimeout(ttl))
-	cfg := quorum.Config{N: len(c.nodes), Need: c.need, Track: &c.wg, Now: c.now, Finally: cancel, Counts: c.counts(opRenew)}
+	ctx := c.ends.Within(context.Background(), c.releaseTimeout(ttl))
+	cfg := quorum.Config{N: len(c.nodes), Need: c.need, Track: &c.wg, Now: c.now, Counts: c.counts(opRenew), Workers: &c.workers}
 	if len(c.o.nodeObs) > 0 {
 		cfg.Observe = func(i int, v quorum.Vote) { c.observeNode(ctx, opRenew, i, v) }
 	}

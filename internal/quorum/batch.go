@@ -14,7 +14,7 @@ type BatchCall func(ctx context.Context, node int, ok []bool, errs []error)
 // too few countable nodes left). A node's answer counts on every item
 // until the last one is decided; nodes that had not answered then are
 // reported with ErrPending. Slower calls run on until ctx ends, each
-// counted in Config.Track; Config.Finally runs after the last. Observe, if
+// counted in Config.Track. Observe, if
 // set, receives each node's vote on each item (m calls per node), on time
 // or late. Since every call returns by ctx's end, so does StartBatch;
 // Outcome.Err is nil.
@@ -33,7 +33,12 @@ func StartBatch(ctx context.Context, cfg Config, m int, call BatchCall) []Outcom
 		cfg.Track.Add(n)
 	}
 	for i := 0; i < n; i++ {
-		go b.call(i, oks[i*m:(i+1)*m:(i+1)*m], errs[i*m:(i+1)*m:(i+1)*m])
+		ok, err := oks[i*m:(i+1)*m:(i+1)*m], errs[i*m:(i+1)*m:(i+1)*m]
+		if cfg.Workers != nil {
+			cfg.Workers.Go(func() { b.call(i, ok, err) })
+		} else {
+			go b.call(i, ok, err)
+		}
 	}
 	<-b.done
 	b.mu.Lock()
@@ -67,9 +72,6 @@ func (b *batch) call(i int, ok []bool, errs []error) {
 	b.fn(b.ctx, i, ok, errs)
 	latency := b.cfg.Now().Sub(b.start)
 	b.mu.Lock()
-	if b.returned() && b.cfg.Finally != nil {
-		defer b.cfg.Finally()
-	}
 	onTime := !b.decided
 	if onTime {
 		b.got[i] = true

@@ -86,12 +86,15 @@ type Config struct {
 	// Now is the time source for latencies; nil means time.Now.
 	Now func() time.Time
 
-	// Finally, if set, runs once after every call has returned.
-	Finally func()
-
 	// Workers, if set, runs the calls on parked goroutines (see Workers);
 	// nil: one new goroutine per call.
 	Workers *Workers
+
+	// Inline runs the call of a one-node round (N == 1) on the goroutine
+	// that starts it, before Start returns: for a round whose owner waits
+	// for that answer in any case (its wait cannot end first), where a
+	// goroutine would only add two switches. Ignored when N > 1.
+	Inline bool
 }
 
 // Outcome is the state of a round at its decision.
@@ -151,6 +154,10 @@ func start(ctx context.Context, cfg Config, call ValueCall) *Round {
 		cfg.Track.Add(cfg.N)
 	}
 	r.wg.Add(cfg.N)
+	if cfg.Inline && cfg.N == 1 {
+		r.call(ctx, call, 0)
+		return r
+	}
 	for i := 0; i < cfg.N; i++ {
 		if cfg.Workers != nil {
 			cfg.Workers.Go(func() { r.call(ctx, call, i) })
@@ -179,9 +186,6 @@ func (r *Round) record(i int, val int64, ok bool, err error) {
 		v.Value = val
 	}
 	r.mu.Lock()
-	if r.returned() && r.cfg.Finally != nil {
-		defer r.cfg.Finally()
-	}
 	late := r.decided
 	if !late {
 		v.Done = true

@@ -65,7 +65,6 @@ type core struct {
 	off     []bool  // per node: its yes does not count (Config.Counts)
 	tallies []tally // per question
 	open    int32   // tallies not decided
-	running int32   // calls that have not returned
 	decided bool
 	// done is closed at the decision. A batch makes it before init; a
 	// Round only when a Wait needs it (most waits need none: see Wait).
@@ -99,7 +98,6 @@ func (c *core) init(cfg Config, tallies []tally) {
 		}
 	}
 	c.start = cfg.Now()
-	c.running = int32(cfg.N)
 	c.settle()
 }
 
@@ -120,11 +118,4 @@ func (c *core) settle() {
 			close(c.done)
 		}
 	}
-}
-
-// returned notes that a call returned and reports whether it was the
-// last. c.mu must be held.
-func (c *core) returned() bool {
-	c.running--
-	return c.running == 0
 }
