@@ -34,12 +34,17 @@ var (
 	rwBody string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
+	//go:embed release_plain.lua
+	releasePlain string
+	//go:embed extend_plain.lua
+	extendPlain string
 )
 
-// Scripts that may meet a typed lock start with typed.lua's functions.
+// Scripts that may meet a typed lock start with typed.lua's functions;
+// release and extend handle one plain lock before defining them.
 var (
-	extendSrc    = typedLib + extendBody
-	releaseSrc   = typedLib + releaseBody
+	extendSrc    = extendPlain + typedLib + extendBody
+	releaseSrc   = releasePlain + typedLib + releaseBody
 	reentrantSrc = typedLib + reentrantBody
 	rwSrc        = typedLib + rwBody
 )
