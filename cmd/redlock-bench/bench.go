@@ -626,6 +626,9 @@ func slowScenarios(cfg benchCfg, nodes []*node, urls []string, res *Results, p *
 		return err
 	}
 	defer closeContenders(cs)
+	if res.SlowNode["first-healthy"], err = firstLocks(purls, firstClients); err != nil {
+		return err
+	}
 	for _, d := range []struct {
 		name  string
 		delay time.Duration
@@ -640,7 +643,48 @@ func slowScenarios(cfg benchCfg, nodes []*node, urls []string, res *Results, p *
 		return err
 	}
 	res.SlowNode["frozen"] = uncontended(cs, cfg.iters, cfg.block, capFor(cfg, "frozen"))
+	if res.SlowNode["first-frozen"], err = firstLocks(purls, firstClients); err != nil {
+		return err
+	}
 	return nodes[4].Heal()
+}
+
+// firstClients is how many fresh Clients firstLocks times.
+const firstClients = 5
+
+// firstLocks makes n fresh Clients of urls, one after another, and times
+// the first TryLock+Release of each: the first contact with the nodes
+// (their identities) included, so that a slow or frozen node's share of it
+// shows.
+func firstLocks(urls []string, n int) (map[string]Stat, error) {
+	var lat []time.Duration
+	var spent time.Duration
+	errs := 0
+	for i := 0; i < n; i++ {
+		o, err := newOurs(urls)
+		if err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		unlock, err := o.try(context.Background(), fmt.Sprintf("bench:first:%d", i))
+		if err == nil {
+			err = unlock()
+		}
+		d := time.Since(start)
+		spent += d
+		o.close()
+		if err != nil {
+			errs++
+			continue
+		}
+		lat = append(lat, d)
+	}
+	s := Stat{Cycles: len(lat), Errors: errs}
+	if len(lat) > 0 {
+		s.P50us, s.P99us, s.MaxUs = us(quantile(lat, 0.5)), us(quantile(lat, 0.99)), us(quantile(lat, 1))
+		s.CyclesPerSec = float64(n) / spent.Seconds()
+	}
+	return map[string]Stat{"redlock": s}, nil
 }
 
 // capFor limits go-redsync's cycles where each takes hundreds of ms or
@@ -863,6 +907,10 @@ func goals(r *Results) []Goal {
 			g = append(g, Goal{"one of five " + k + ": p99 within 2x of the healthy p99",
 				fmt.Sprintf("%.0fµs vs healthy %.0fµs (go-redsync %.0fµs)", p, h, r.SlowNode[k]["redsync"].P99us), p <= 2*h})
 		}
+		if f, ok := r.SlowNode["first-frozen"]["redlock"]; ok && f.Cycles > 0 {
+			g = append(g, Goal{"first Lock after New with one of five frozen: within 2x of the healthy p99",
+				fmt.Sprintf("max %.0fµs vs healthy p99 %.0fµs", f.MaxUs, h), f.MaxUs <= 2*h})
+		}
 	}
 	for _, t := range []struct {
 		workers      int
@@ -980,6 +1028,10 @@ func markdown(r *Results) string {
 			o, s := r.SlowNode[k]["redlock"], r.SlowNode[k]["redsync"]
 			fmt.Fprintf(&b, "| %s | %.0fµs | %.0fµs | %s | %.0fµs | %.0fµs | %s | %d | %d | %d/%d |\n", k,
 				o.P50us, s.P50us, ratio(o.P50us, s.P50us), o.P99us, s.P99us, ratio(o.P99us, s.P99us), o.Cycles, s.Cycles, o.Errors, s.Errors)
+		}
+		if h, f := r.SlowNode["first-healthy"]["redlock"], r.SlowNode["first-frozen"]["redlock"]; h.Cycles+f.Cycles > 0 {
+			fmt.Fprintf(&b, "\nFirst TryLock+Release of a new Client (first contact with the nodes included; %d Clients each): all nodes healthy p50 %.0fµs, max %.0fµs; one of five frozen p50 %.0fµs, max %.0fµs.\n",
+				firstClients, h.P50us, h.MaxUs, f.P50us, f.MaxUs)
 		}
 	}
 	if len(r.Contention) > 0 {
