@@ -361,7 +361,9 @@ const (
 	// the fallback (the deployment setting, this Client's longest TTL),
 	// even where the TTL registers show a shorter window. Use it where
 	// some client of the nodes cannot publish its TTLs (an ACL without
-	// the register key or EVALSHA): its locks are in no register.
+	// the register key or EVALSHA): its locks are in no register. A Client
+	// turns it on by itself, and logs a warning, once it finds on the
+	// nodes an owner value this library did not write (go-redsync's).
 	QuarantineSettingFloor
 )
 
