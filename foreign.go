@@ -28,16 +28,19 @@ const (
 	// foreignRecheck is how long a waiter trusts what a read found before
 	// it reads the key again.
 	foreignRecheck = time.Second
-	// sampleEvery is how often at most a Client reads a refused key to
-	// look for foreign values, until it has found one.
-	sampleEvery = time.Second
+	// sampleFirst and sampleMax bound how often a Client reads a refused
+	// key to look for foreign values, until it has found one: the interval
+	// doubles with each read that found none.
+	sampleFirst = time.Second
+	sampleMax   = 16 * time.Second
 )
 
 // foreignState is what a Client learned about foreign owner values. It is
 // safe for concurrent use.
 type foreignState struct {
-	seen atomic.Bool  // a foreign value was found: reads only for waiters from now on
-	next atomic.Int64 // the earliest next sample (UnixNano on the Client's clock)
+	seen  atomic.Bool  // a foreign value was found: reads only for waiters from now on
+	next  atomic.Int64 // the earliest next sample (UnixNano on the Client's clock)
+	every atomic.Int64 // the interval after the next sample; 0: sampleFirst
 }
 
 // ownFormat reports whether v is an owner value this library writes
@@ -155,18 +158,20 @@ func (c *Client) sawForeign(ctx context.Context, key string) {
 }
 
 // sample reads key in the background after a refused attempt, at most
-// once per sampleEvery, until a foreign value has been found: so that a
-// Client that only ever TryLocks or waits with a short backoff also learns
-// of a mixed deployment.
+// once per sampleFirst, then less often up to sampleMax, until a foreign
+// value has been found: so that a Client that only ever TryLocks or waits
+// with a short backoff also learns of a mixed deployment.
 func (c *Client) sample(key string) {
-	if c.foreign.seen.Load() || c.closed.Load() {
+	f := &c.foreign
+	if f.seen.Load() || c.closed.Load() {
 		return
 	}
-	now := c.o.clock.Now().UnixNano()
-	next := c.foreign.next.Load()
-	if now < next || !c.foreign.next.CompareAndSwap(next, now+int64(sampleEvery)) {
+	now, next := c.o.clock.Now().UnixNano(), f.next.Load()
+	every := max(time.Duration(f.every.Load()), sampleFirst)
+	if now < next || !f.next.CompareAndSwap(next, now+int64(every)) {
 		return
 	}
+	f.every.Store(int64(min(2*every, sampleMax)))
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -179,15 +184,16 @@ func (c *Client) sample(key string) {
 // ended by a release notification). While the key is held by a foreign
 // value, whose release publishes nothing, the wait is at most a jittered
 // foreignPoll, or the time until enough of its holds expire, if shorter.
-// The key is read only when d is longer than that poll and what the last
-// read found is older than foreignRecheck or was not foreign; a release
-// notification makes it stale (another holder may have the key now).
+// The key is read only when d is longer than foreignPoll and the last
+// read is older than foreignRecheck or found no holder of this library's:
+// in a deployment of this library alone, a waiter reads at most once per
+// foreignRecheck, however often the holder changes.
 func (c *Client) foreignWait(ctx context.Context, r *request, key string, woken bool, d time.Duration) time.Duration {
-	if woken {
-		r.held = holding{}
+	if woken && !r.held.own {
+		r.held = holding{} // a holder of ours released: the key may be anyone's now
 	}
-	if d <= foreignPoll/2 {
-		return d
+	if d <= foreignPoll {
+		return d // no longer than a poll: nothing to gain
 	}
 	now := c.o.clock.Now()
 	if r.held.at.IsZero() || now.Sub(r.held.at) >= foreignRecheck || !r.held.foreign && !r.held.own {
