@@ -92,7 +92,7 @@ func (c *Client) holders(ctx context.Context, key string) holding {
 		go func() {
 			defer c.wg.Done()
 			defer wg.Done()
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.o.nodeTimeout)
+			ctx, cancel := context.WithTimeout(ctx, c.o.nodeTimeout)
 			defer cancel()
 			var err error
 			hs[i], err = n.Holder(ctx, key)
@@ -207,8 +207,9 @@ func (c *Client) foreignWait(ctx context.Context, r *request, key string, woken 
 	}
 	w := min(d, jitter(foreignPoll))
 	if r.held.left > 0 {
-		if until := r.held.left - now.Sub(r.held.at); until < w {
-			w = max(until, time.Millisecond)
+		// Once past, the estimate is wrong (extended, another holder): poll.
+		if until := r.held.left - now.Sub(r.held.at); until > 0 && until < w {
+			w = until + time.Millisecond
 		}
 	}
 	return w
