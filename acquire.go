@@ -9,6 +9,7 @@ import (
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // request is one Lock, TryLock, LockKeys or TryLockKeys call.
@@ -24,6 +25,7 @@ type request struct {
 	warned   time.Time   // when that was last logged (warnDown)
 	hold     string      // a reentrant entry: the hold it enters (kind_reentrant.go)
 	waiter   node.Waiter // a queued fair waiter (kind_fair.go)
+	held     holding     // the waited-for key as last read (foreignWait)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -182,6 +184,9 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			idle = 1 // a release was seen: start the backoff over
 		}
 		d = c.backoff(&r.o, idle)
+		if r.typ.kind() == observe.KindPlain {
+			d = c.foreignWait(ctx, r, r.keys[0], woken, d) // a foreign holder publishes no release
+		}
 	}
 }
 
@@ -204,6 +209,9 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	}
 	if res.cause == nil && !out.Reached {
 		res.cause = c.incurable(out)
+	}
+	if res.cause == nil && !out.Reached && refusedByHolder(out) {
+		c.sample(keys[0]) // is it held by another library? (foreign.go)
 	}
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)

@@ -38,7 +38,8 @@ func (c *Client) handOn(l, next *Lock) bool {
 
 // released wakes this Client's next waiter of l once l was deleted on the
 // nodes (deleted: on a quorum of them); after the last pass allowed in a
-// row it waits for the nodes' notification like everyone else, and lets
+// row it waits for the nodes' notification like everyone else (at most
+// 100 ms: a node renewing its subscription may miss it), and lets
 // those that waited longer go first (see rivals), or, where no
 // notification can come (the delete did not reach a quorum, or
 // subscriptions are refused), for its own timer.

@@ -248,7 +248,10 @@ func WithMinValidity(d time.Duration) Option {
 
 // WithRetryBackoff sets the wait between attempts of Lock: exponential from
 // min, doubling up to max, each wait drawn at random from [d/2, d]
-// (defaults 2ms and 100ms; a zero keeps its default).
+// (defaults 2ms and 100ms; a zero keeps its default). A plain Lock whose
+// key is held by an owner value this library did not write (go-redsync's:
+// its release publishes nothing) waits at most 25-50 ms between attempts
+// instead.
 func WithRetryBackoff(min, max time.Duration) LockOption {
 	return callOption(func(o *callOptions) { set(&o.retryMin, min); set(&o.retryMax, max) })
 }

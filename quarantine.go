@@ -321,7 +321,9 @@ const (
 	// the fallback (the deployment setting, this Client's longest TTL),
 	// even where the TTL registers show a shorter window. Use it where
 	// some client of the nodes cannot publish its TTLs (an ACL without
-	// the register key or EVALSHA): its locks are in no register.
+	// the register key or EVALSHA): its locks are in no register. A Client
+	// turns it on by itself, and logs a warning, once it finds on the
+	// nodes an owner value this library did not write (go-redsync's).
 	QuarantineSettingFloor
 )
 
@@ -686,4 +688,30 @@ func (g restartGate) renew(ctx context.Context, i int, ttl time.Duration) error 
 
 func (g restartGate) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {
 	return g.c.checkYes(ctx, i, mark, ok, err)
+}
+
+// floorNow turns QuarantineSettingFloor on, because owner values that are
+// in no TTL register were found on the nodes (see foreign.go): from now on
+// no restart window is shorter than the fallback, and every window that
+// the registers set shorter is lengthened to it, from its node's start,
+// when that is still ahead (also for a node whose window is over: a lock
+// it lost may still be held). It reports whether the floor was off.
+func (q *quarantine) floorNow() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.floor {
+		return false
+	}
+	q.floor = true
+	fb, bound := q.fallback()
+	now := q.clock.Now()
+	for i := range q.until {
+		if q.pending[i] || q.bound[i] != observe.BoundRegister || q.base[i].IsZero() {
+			continue
+		}
+		if u := q.base[i].Add(fb); u.After(now) && u.After(q.until[i]) {
+			q.until[i], q.last[i], q.bound[i] = u, u, bound
+		}
+	}
+	return true
 }

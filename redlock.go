@@ -117,6 +117,7 @@ type Client struct {
 	hub     *handoff.Hub // local queues of Lock's waiters, woken by release notifications
 	fair    fairQueues   // this Client's fair waiters, per key
 	rivals  rivals       // per key, how this Client's waiters give way to other processes'
+	foreign foreignState // owner values found that this library did not write (foreign.go)
 	gates   []gate       // what may discount a node's vote (see gate.go); fixed by New
 	// countsFn is quorum.Config.Counts over gates; nil when there are none.
 	countsFn func(int) bool

@@ -150,3 +150,35 @@ func TestNodeCoalescing(t *testing.T) {
 		})
 	}
 }
+
+// Holder reads a key's value and PTTL: nothing for an absent key, the
+// value and its TTL for a string, Other for a key of another type (a
+// typed lock), and an error from a node that does not answer.
+func TestNodeHolder(t *testing.T) {
+	nodes := harness.Start(t, 1, harness.Config{})
+	rc := nodes[0].Client()
+	defer rc.Close()
+	n := node.New(rc, nil)
+	ctx := context.Background()
+	if h, err := n.Holder(ctx, "h:none"); err != nil || h != (node.Holding{}) {
+		t.Fatalf("absent key: %+v %v", h, err)
+	}
+	rc.Set(ctx, "h:str", "someone", 5*time.Second)
+	h, err := n.Holder(ctx, "h:str")
+	if err != nil || h.Value != "someone" || h.Left <= 4*time.Second || h.Left > 5*time.Second || h.Other {
+		t.Fatalf("string key: %+v %v", h, err)
+	}
+	rc.Set(ctx, "h:forever", "x", 0)
+	if h, err := n.Holder(ctx, "h:forever"); err != nil || h.Value != "x" || h.Left != 0 {
+		t.Fatalf("key without TTL: %+v %v", h, err)
+	}
+	rc.HSet(ctx, "h:hash", "f", "v")
+	if h, err := n.Holder(ctx, "h:hash"); err != nil || !h.Other || h.Value != "" {
+		t.Fatalf("hash key: %+v %v", h, err)
+	}
+	dead := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	defer dead.Close()
+	if _, err := node.New(dead, nil).Holder(ctx, "h:str"); err == nil {
+		t.Fatal("unreachable node: no error")
+	}
+}

@@ -57,6 +57,14 @@ const (
 	DefaultHealthCheck      = 5 * time.Second
 )
 
+// announceWait bounds how long a head waits for the announcement of a
+// release that Unheld reported: a node whose subscription to the key was
+// being renewed (the queue emptied and formed again) misses it, and a
+// head that waited for it alone would wait until the next release of this
+// library, which may never come (a holder of another library publishes
+// nothing).
+const announceWait = 100 * time.Millisecond
+
 // Config tunes a Hub. The zero value uses the defaults.
 type Config struct {
 	// SubscribeTimeout bounds each SUBSCRIBE and UNSUBSCRIBE call sent to
@@ -194,13 +202,32 @@ func (h *Hub) ReleasedOwner(key, owner string) {
 // the nodes, which announce it: while enough nodes' subscriptions stand
 // (none held back after a refusal) to make the Hub's quorum, the head
 // waits for that notification alone, as it did while the lock was held
-// here. A lock that ended without a release (lost, expired) is announced
-// by nobody. It never blocks on the network.
+// here, but for at most announceWait. A lock that ended without a release
+// (lost, expired) is announced by nobody. It never blocks on the network.
 func (h *Hub) Unheld(key string, released bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	q := h.keys[key]
-	if q == nil || !q.held || released && h.announcing() {
+	if q == nil || !q.held {
+		return
+	}
+	if released && h.announcing() {
+		holds := q.holds
+		time.AfterFunc(announceWait, func() { h.unheldBy(q, holds) })
+		return
+	}
+	q.held = false
+	if q.head != nil {
+		signal(q.head.wake)
+	}
+}
+
+// unheldBy ends hold number holds of q if it still stands: the release's
+// announcement did not wake q's head within announceWait.
+func (h *Hub) unheldBy(q *queue, holds uint64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.keys[q.key] != q || !q.held || q.holds != holds {
 		return
 	}
 	q.held = false

@@ -348,6 +348,43 @@ func TestUnheldStartsTimer(t *testing.T) {
 	}
 }
 
+// A head made head by LeaveHolding, whose lock was then deleted on the
+// nodes (Unheld, released), waits for the nodes' announcement, but not
+// for ever: a node whose subscription was being renewed misses it, and a
+// holder of another library, who may take the key meanwhile, announces
+// nothing. After announceWait it ends its wait and tries.
+func TestUnheldAnnouncementMissed(t *testing.T) {
+	cl := redis.NewClient(&redis.Options{Addr: "node:1", MaxRetries: -1,
+		Dialer: func(context.Context, string, string) (net.Conn, error) {
+			return nil, errors.New("unit tests dial nothing")
+		}})
+	defer cl.Close()
+	h, err := New([]redis.UniversalClient{cl}, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	a, b := h.Enter("k"), h.Enter("k")
+	defer b.Leave()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait that nothing ends
+	defer cancel()
+	a.LeaveHolding()
+	rb := waitAsync(ctx, b, 0)
+	for !h.waiting(b) {
+		runtime.Gosched()
+	}
+	start := time.Now()
+	h.Unheld("k", true)
+	time.Sleep(announceWait / 4)
+	blocked(t, rb, "b before announceWait") // the announcement may still come
+	if r := get(t, rb); r.woken || r.err != nil {
+		t.Fatalf("b: woken %v, %v; want its wait ended without a wake-up", r.woken, r.err)
+	}
+	if d := time.Since(start); d < announceWait || d > announceWait+time.Second {
+		t.Fatalf("b waited %v after Unheld, want about %v", d, announceWait)
+	}
+}
+
 // Leave from another goroutine ends a Wait in progress on the same Turn.
 func TestLeaveEndsWait(t *testing.T) {
 	h := local(t)

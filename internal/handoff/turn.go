@@ -23,6 +23,7 @@ type queue struct {
 	head, tail *Turn
 	pending    reason // a wake-up not yet consumed by the head's Wait
 	held       bool   // made head by LeaveHolding: this process holds the lock until a wake-up or Unheld
+	holds      uint64 // times held was set: an announcement's deadline ends only the hold it was set for
 	last       string // payload of the last wake-up, to drop duplicates
 	counting   string // payload whose notifications are being counted toward the quorum
 	seen       uint64 // nodes (sub index) that sent it
@@ -202,7 +203,9 @@ func (t *Turn) leave(wakeNext bool) {
 		delete(h.keys, q.key)
 		h.want(q.key, false)
 	} else if wasHead {
-		q.held = !wakeNext
+		if q.held = !wakeNext; q.held {
+			q.holds++
+		}
 		if wakeNext && q.pending == none {
 			q.pending = wokenLeave
 		}
