@@ -174,7 +174,9 @@ func New(clients []redis.UniversalClient, opts ...Option) (*Client, error) {
 // max_retries: a failed node call then counts as an unknown outcome and is
 // undone) and one dial per attempt (newer go-redis versions otherwise dial
 // a refusing node five times, 100ms apart, so a dead node would cost every
-// round its node deadline). Close closes these connections.
+// round its node deadline), speaking RESP2 unless the URL sets protocol=
+// (the replies a lock needs are the same, and go-redis then skips a socket
+// read before every command). Close closes these connections.
 //
 // A URL without a host (redis://, redis:///0), with a port outside 1-65535
 // or that go-redis cannot parse is refused with ErrInvalidArgument naming
