@@ -473,9 +473,10 @@ func (c *Client) warnNode(ctx context.Context, i int, once *atomic.Bool, msg str
 // within the node deadline for ttl, every node never identified yet (first
 // contact) that has not timed out: before the round, so that two names of
 // one server are both known before either votes, and the later one's vote
-// is discounted (see quarantine.discount). It waits only until enough
-// nodes for a quorum are known or answered: a slow or frozen node does not
-// hold up the first round. Its identification goes on in the background
+// is discounted (see quarantine.discount). It waits until enough nodes for
+// a quorum are known or answered, then for the others at most as long
+// again (network time, like the node deadlines): a slow or frozen node
+// does not hold up the first round. Its identification goes on in the background
 // (tracked, so Close waits for it); a node that times out there is suspect
 // (probed, see nodeHealth), and a node still unknown is identified before
 // its own command, on its own goroutine (identifyFirst).
@@ -520,9 +521,25 @@ func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 			}(i)
 		}
 	}
+	start := time.Now()
 	for ; n > 0 && known < c.need; n-- {
 		<-done
 		known++
+	}
+	if n == 0 {
+		return
+	}
+	// The rest get as long again as the quorum took: nodes as fast as
+	// those are identified before the round, each with a command deadline
+	// of its own after it; a frozen one is left to its own call.
+	t := time.NewTimer(max(time.Since(start), time.Millisecond))
+	defer t.Stop()
+	for ; n > 0; n-- {
+		select {
+		case <-done:
+		case <-t.C:
+			return
+		}
 	}
 }
 
