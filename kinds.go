@@ -61,7 +61,8 @@ type lockType interface {
 	// processes' (rivals).
 	runs() bool
 	// shared reports a type that others may hold beside a holder: a
-	// waiter that got in lets the next local waiter try at once.
+	// waiter that got in lets the next local waiter try at once, or, for
+	// waiters queued as shared (reader.queue), all those at the front.
 	shared() bool
 	// release deletes l's hold on a node, announcing it or not.
 	release(l *Lock, announce bool) *node.Cmd
