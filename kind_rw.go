@@ -85,3 +85,8 @@ func (writer) command(_ *Client, r *request, keys []string, owner string) (cmd, 
 	cmd = node.WriteLock(keys[0], owner, r.ttl, 4*r.o.retryMax)
 	return cmd, cmd
 }
+
+// leftover clears the intent the writer's attempt left on the nodes that
+// refused it (readers still held the key there): it got in on a quorum
+// and has left, so readers must not wait out that intent.
+func (writer) leftover(l *Lock) *node.Cmd { return node.ClearIntent(l.keys[0], l.owner) }

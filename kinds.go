@@ -66,6 +66,10 @@ type lockType interface {
 	shared() bool
 	// release deletes l's hold on a node, announcing it or not.
 	release(l *Lock, announce bool) *node.Cmd
+	// leftover undoes, on a node that refused l's attempt, what the
+	// refusal wrote there (a writer's intent), once l is released; nil
+	// if a refusal writes nothing.
+	leftover(l *Lock) *node.Cmd
 }
 
 // kindChoice is what a call's type options said (callOptions); pickType

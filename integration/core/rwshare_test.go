@@ -158,3 +158,53 @@ func TestWriterNotStarvedByReaders(t *testing.T) {
 		})
 	}
 }
+
+// A writer that got in on a quorum while a reader still held the key on
+// another node left its intent there; its release clears that intent, so
+// readers do not wait it out. Another writer's intent, still waiting,
+// stays.
+func TestWriterReleaseClearsItsIntent(t *testing.T) {
+	c, nodes := setup(t, 3)
+	other := client(t, nodes)
+	ctx := context.Background()
+	// A reader's entry on node 0 only, as one that has not left there yet.
+	n0 := nodes[0].Client()
+	defer n0.Close()
+	now, err := n0.Time(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := now.Add(time.Minute).UnixMilli()
+	if err := n0.HSet(ctx, "rw", "#kind", "rw", "#mode", "r", "x:reader", exp).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// A long intent: what is checked does not depend on the machine's speed.
+	slow := redlock.WithRetryBackoff(time.Millisecond, 10*time.Second)
+	wl, err := c.TryLock(ctx, "rw", 10*time.Second, redlock.WriteLock(), slow)
+	if err != nil {
+		t.Fatalf("writer on nodes 1 and 2: %v", err)
+	}
+	if h := hashes(t, nodes, "rw"); h[0]["#intent"] == "" {
+		t.Fatalf("node 0 after the refusal: %v, want the writer's intent", h[0])
+	}
+	if err := wl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := hashes(t, nodes, "rw"); h[0]["#intent"] != "" || h[0]["x:reader"] == "" {
+		t.Fatalf("node 0 after the writer's release: %v, want the reader without the intent", h[0])
+	}
+
+	// Another writer, refused on node 0 and waiting, keeps its intent.
+	wl, err = c.TryLock(ctx, "rw", 10*time.Second, redlock.WriteLock(), slow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = other.TryLock(ctx, "rw", 10*time.Second, redlock.WriteLock(), slow)
+	mustErr(t, err, redlock.ErrNotObtained)
+	if err := wl.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := hashes(t, nodes, "rw"); h[0]["#intent"] == "" {
+		t.Fatalf("node 0: %v, want the waiting writer's intent", h[0])
+	}
+}
