@@ -26,6 +26,7 @@ type request struct {
 	hold     string      // a reentrant entry: the hold it enters (kind_reentrant.go)
 	waiter   node.Waiter // a queued fair waiter (kind_fair.go)
 	held     holding     // the waited-for key as last read (foreignWait)
+	tried    bool        // made an attempt before it queued (queued)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -138,6 +139,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			return c.failed(*r, n, res)
 		}
 		idle, d = 1, c.backoff(&r.o, 1)
+		r.tried = true
 	}
 	t, leave, err := r.typ.queue(ctx, c, r)
 	if err != nil {
@@ -170,7 +172,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		c.raced(queue, r.typ, res.lock != nil, woken, res.out.Votes)
 		if res.lock != nil {
 			if r.typ.shared() {
-				t.Leave() // the next local waiter may get in beside it: it tries now
+				t.LeaveShared() // local waiters may get in beside it: they try now
 			} else {
 				t.LeaveHolding()
 			}

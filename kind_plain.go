@@ -56,3 +56,5 @@ func (plain) shared() bool { return false }
 func (plain) release(l *Lock, announce bool) *node.Cmd {
 	return node.Release(l.keys, l.owner, announce)
 }
+
+func (plain) leftover(*Lock) *node.Cmd { return nil }

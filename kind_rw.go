@@ -1,7 +1,10 @@
 package redlock
 
 import (
+	"context"
 	"fmt"
+
+	"github.com/redlock-go/redlock/internal/handoff"
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
@@ -52,13 +55,38 @@ func (reader) command(_ *Client, r *request, keys []string, owner string) (cmd, 
 
 func (reader) shared() bool { return true }
 
+// queue enters the reader as a shared waiter: once a reader of this Client
+// gets in, the readers queued behind it try together, up to the first
+// writer, which keeps its place.
+func (reader) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
+	q := r.queue()
+	return c.hub.EnterShared(q, *r), func(*Lock) { c.leftRace(q) }, nil
+}
+
 // writer is a read-write lock's writer (rw_lock.lua): refused, it sets
 // its intent, which keeps new readers out.
 type writer struct{ typed }
 
 func (writer) kind() observe.Kind { return observe.KindWrite }
 
+// queue enters a writer that was refused before it queued ahead of the
+// local readers queued after the last writer: its intent keeps them out
+// on the nodes until it got in, so they could only wait for it, and it
+// behind them.
+func (writer) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
+	q := r.queue()
+	if r.tried {
+		return c.hub.EnterAhead(q, *r), func(*Lock) { c.leftRace(q) }, nil
+	}
+	return c.hub.EnterWant(q, *r), func(*Lock) { c.leftRace(q) }, nil
+}
+
 func (writer) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
 	cmd = node.WriteLock(keys[0], owner, r.ttl, 4*r.o.retryMax)
 	return cmd, cmd
 }
+
+// leftover clears the intent the writer's attempt left on the nodes that
+// refused it (readers still held the key there): it got in on a quorum
+// and has left, so readers must not wait out that intent.
+func (writer) leftover(l *Lock) *node.Cmd { return node.ClearIntent(l.keys[0], l.owner) }

@@ -61,10 +61,15 @@ type lockType interface {
 	// processes' (rivals).
 	runs() bool
 	// shared reports a type that others may hold beside a holder: a
-	// waiter that got in lets the next local waiter try at once.
+	// waiter that got in lets the next local waiter try at once, or, for
+	// waiters queued as shared (reader.queue), all those at the front.
 	shared() bool
 	// release deletes l's hold on a node, announcing it or not.
 	release(l *Lock, announce bool) *node.Cmd
+	// leftover undoes, on a node that refused l's attempt, what the
+	// refusal wrote there (a writer's intent), once l is released; nil
+	// if a refusal writes nothing.
+	leftover(l *Lock) *node.Cmd
 }
 
 // kindChoice is what a call's type options said (callOptions); pickType

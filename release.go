@@ -83,11 +83,15 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 			break
 		}
 	}
+	left := l.typ.leftover(l)
 	// The node calls do not end with ctx (roundWithin), nor does the wait.
 	out := c.roundWithin(ctx, opRelease, c.releaseTimeout(ttl), c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		if !l.won.mayHold(c, i) {
 			c.rel.done(i, l.keys, q)
-			return 0, false, errNotSent // nothing of ours was written there
+			if left != nil {
+				_, _, _ = c.nodes[i].DoValue(ctx, left) // best effort: what is left expires on its own
+			}
+			return 0, false, errNotSent // no hold of ours was written there
 		}
 		if c.nodes[i].Announces() {
 			return c.release(ctx, i, l.keys, q, announce)

@@ -9,7 +9,10 @@
 // until a release notification arrives (from any node, or from this
 // process through Released) or its backoff elapses, whichever comes first.
 // When the head leaves (it acquired the lock or gave up), the next waiter
-// becomes head and tries at once.
+// becomes head and tries at once. Shared waiters (EnterShared: readers)
+// are the exception: once one leaves with the lock (LeaveShared), the
+// shared waiters queued at the front behind it all try at once, up to the
+// first waiter that is not shared, which keeps its place.
 //
 // Notifications only shorten waits: every wait also ends after the duration
 // the caller gives (its backoff), so a lost notification (a node down,
@@ -157,8 +160,24 @@ func (h *Hub) Enter(key string) *Turn { return h.EnterWant(key, nil) }
 
 // EnterWant is Enter for a waiter that asks for want: Offer hands a value
 // only to a head whose want it fits.
-func (h *Hub) EnterWant(key string, want any) *Turn {
-	t := &Turn{h: h, want: want, wake: make(chan struct{}, 1)}
+func (h *Hub) EnterWant(key string, want any) *Turn { return h.enter(key, want, false, false) }
+
+// EnterShared is EnterWant for a waiter of a lock that others may hold
+// beside it (a reader): once a shared waiter leaves with it (LeaveShared),
+// the shared waiters at the front of the queue try together instead of one
+// after the other. A waiter entered by Enter or EnterWant keeps its place
+// and stops the shared waiters behind it: they wait until it has left.
+func (h *Hub) EnterShared(key string, want any) *Turn { return h.enter(key, want, true, false) }
+
+// EnterAhead is EnterWant for a waiter whose failed try already keeps the
+// shared waiters out on the nodes (a refused writer's intent): it enters
+// behind the last waiter that is not shared, ahead of the shared waiters
+// queued after it, which could only wait for it, and becomes head if
+// there is none.
+func (h *Hub) EnterAhead(key string, want any) *Turn { return h.enter(key, want, false, true) }
+
+func (h *Hub) enter(key string, want any, shared, ahead bool) *Turn {
+	t := &Turn{h: h, want: want, shared: shared, wake: make(chan struct{}, 1)}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
@@ -171,8 +190,17 @@ func (h *Hub) EnterWant(key string, want any) *Turn {
 		h.want(key, true)
 	}
 	t.q = q
-	q.push(t)
+	if ahead {
+		q.pushAhead(t)
+	} else {
+		q.push(t)
+	}
 	h.st.waiting.Add(1)
+	if !shared {
+		q.sharing = false
+	} else if q.sharing && q.head != t {
+		t.admitted = true
+	}
 	return t
 }
 
@@ -187,11 +215,14 @@ func (h *Hub) Released(key string) { h.ReleasedOwner(key, "") }
 // owner, when the release script publishes that value as the payload:
 // the nodes' notifications of this same release then do not wake the
 // key's head again (see Stats.Duplicates). An empty owner is Released.
+// A shared head (EnterShared) is woken with the shared waiters queued
+// behind it, up to the first that is not shared: this process held the
+// lock, so they try together (see Turn.LeaveShared).
 func (h *Hub) ReleasedOwner(key, owner string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if q := h.keys[key]; q != nil && !h.closed {
-		h.wake(q, wokenLocal, owner)
+	if q := h.keys[key]; q != nil && !h.closed && h.wake(q, wokenLocal, owner) && q.head.shared {
+		q.admit()
 	}
 }
 
@@ -337,12 +368,13 @@ func (h *Hub) want(key string, on bool) {
 // wake delivers a wake-up of reason r to q's head: recorded as pending
 // (consumed by the head's Wait, at once if it is waiting). A non-empty
 // payload equal to the last one the key was woken with is a duplicate (the
-// same release, seen on another node) and is dropped. h.mu is held.
-func (h *Hub) wake(q *queue, r reason, payload string) {
+// same release, seen on another node) and is dropped: wake reports whether
+// it was delivered. h.mu is held.
+func (h *Hub) wake(q *queue, r reason, payload string) bool {
 	if payload != "" {
 		if payload == q.last {
 			h.st.duplicates.Add(1)
-			return
+			return false
 		}
 		q.last = payload
 	}
@@ -350,6 +382,7 @@ func (h *Hub) wake(q *queue, r reason, payload string) {
 		q.pending = r
 	}
 	signal(q.head.wake)
+	return true
 }
 
 // signal makes a non-blocking send on a channel of capacity 1.

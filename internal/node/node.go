@@ -32,6 +32,8 @@ var (
 	reentrantBody string
 	//go:embed rw_lock.lua
 	rwBody string
+	//go:embed rw_clear.lua
+	rwClearBody string
 	//go:embed fence_raise.lua
 	fenceRaiseSrc string
 	//go:embed release_plain.lua
@@ -47,6 +49,7 @@ var (
 	releaseSrc   = releasePlain + typedLib + releaseBody
 	reentrantSrc = typedLib + reentrantBody
 	rwSrc        = typedLib + rwBody
+	rwClearSrc   = typedLib + rwClearBody
 )
 
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
@@ -57,6 +60,7 @@ var (
 	releaseScript = redis.NewScript(releaseSrc)
 	reentrantScr  = redis.NewScript(reentrantSrc)
 	rwScript      = redis.NewScript(rwSrc)
+	rwClearScript = redis.NewScript(rwClearSrc)
 	fencedScript  = redis.NewScript(lockFencedSrc)
 	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
@@ -241,6 +245,15 @@ func ReadLock(key, value string, ttl time.Duration) *Cmd {
 // keeps new readers out for intent (renewed by each refused attempt).
 func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
 	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded)
+}
+
+// ClearIntent clears, on a node that refused the writer's attempt value,
+// the intent that attempt left there (rw_clear.lua), once the writer got
+// in elsewhere and released: it says yes if it cleared it.
+func ClearIntent(key, value string) *Cmd {
+	c := scriptCmd(rwClearScript, rwClearSrc, []string{key}, 1, value)
+	c.late, c.grants = true, false
+	return c
 }
 
 // IsWrongType reports a node's refusal of a typed lock on a key of

@@ -3,7 +3,9 @@
 -- ARGV[4] (write) how long a refused writer keeps new readers out, in ms:
 -- its intent outlives the readers it waits for (the key is kept while it
 -- is live), and a granted writer clears it (writers still waiting set it
--- again with their next attempt).
+-- again with their next attempt). '#iw' is the owner value of the attempt
+-- that set it last, so that the writer's release clears it on the nodes
+-- that refused it (rw_clear.lua).
 -- Returns 1 if granted, 0 if not (only a refused writer's intent is
 -- written), and an error reply starting REDLOCKTYPE if the key is a lock
 -- of another type or not a lock.
@@ -22,13 +24,13 @@ if mode == 'read' then
 elseif n > 0 then
   local want = now + tonumber(ARGV[4])
   if intent < want then
-    redis.call('HSET', k, '#intent', want)
+    redis.call('HSET', k, '#intent', want, '#iw', owner)
     settle(k, now)
   end
   return 0
 else
   redis.call('HSET', k, '#kind', 'rw', '#mode', 'w', owner, now + ttl)
-  redis.call('HDEL', k, '#intent')
+  redis.call('HDEL', k, '#intent', '#iw')
 end
 settle(k, now)
 return 1
