@@ -144,8 +144,8 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 	defer func() { leave(ev.lock) }() // after Leave
 	defer t.Leave()
 	for {
-		woken, err := t.Wait(ctx, d)
-		if v := t.Take(); v != nil {
+		woken, v, err := c.awaitTurn(ctx, t, d, queue, r.typ)
+		if v != nil {
 			t.LeaveHolding()
 			return c.taken(*r, n, v.(*Lock))
 		}
@@ -155,11 +155,6 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			}
 			res.cause = err
 			return c.failed(*r, n, res)
-		}
-		if y := c.raceDelay(queue, r.typ); y > 0 {
-			if res.cause = c.sleep(ctx, y); res.cause != nil {
-				return c.failed(*r, n, res)
-			}
 		}
 		n++
 		if res, err = c.attemptN(ctx, r, n); err != nil {
@@ -183,6 +178,19 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		}
 		d = c.backoff(&r.o, idle)
 	}
+}
+
+// awaitTurn waits for the head's next attempt on the nodes: for a wake-up
+// or d (Turn.Wait), then, giving way to other processes, raceDelay. It
+// returns whether a wake-up ended the first wait, and the lock this
+// Client's holder passed on, if one was (it ends either wait).
+func (c *Client) awaitTurn(ctx context.Context, t *handoff.Turn, d time.Duration, key string, typ lockType) (woken bool, v any, err error) {
+	woken, err = t.Wait(ctx, d)
+	if v = t.Take(); v != nil || err != nil {
+		return woken, v, err
+	}
+	_, err = t.Wait(ctx, c.raceDelay(key, typ))
+	return woken, t.Take(), err
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
