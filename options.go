@@ -303,14 +303,17 @@ func WithLocalHandoff(n int) Option {
 
 // WithLocalHandoffRun bounds in time a run of local passes (see
 // WithLocalHandoff), from the lock's acquisition on the nodes to the
-// Release that would pass it on (default 5 ms): while another process is
-// seen waiting for the key (a waiter of this Client lost a race for it on
-// the nodes, or a node counts another subscriber to its release channel),
-// the run ends after d, and the processes take turns; while none is seen,
-// it may go on for soloRuns times d, and this Client asks a node, at most
-// once every d, whether another process waits. A node that cannot tell
-// (no pub/sub, a refused command) counts as one that does. A zero keeps
-// the default.
+// Release that would pass it on (default 5 ms). While another process is
+// seen waiting for the key since this Client took it (its head lost a
+// race for it after a release, or a node counts another subscriber to the
+// key's release channel), the run ends after d, so that processes take
+// turns; while none is seen, it may go on for 40 times d (200 ms by
+// default), and from d on this Client asks a node, at most once every d
+// and in the background, whether another process waits (PUBSUB NUMSUB;
+// an error, e.g. a user without that command, counts as a yes). Waiters
+// that are not subscribed (multi-key Lock calls, cluster nodes) are not
+// seen: they get the key at the latest when the 40·d run ends. A zero
+// keeps the default.
 func WithLocalHandoffRun(d time.Duration) Option {
 	return clientOption(func(o *options) { set(&o.localRun, d) })
 }
