@@ -25,7 +25,7 @@ type rivals struct {
 
 type rival struct {
 	losses    int           // races this Client's heads lost since it last won on the nodes
-	contended bool          // a race was lost since the key's queue formed: other processes want it
+	contended bool          // a race was lost since the key's queue formed: other processes want it (not a poll: it may find our own hold)
 	beaten    bool          // the last race after a release notification was lost: another process may hold the key
 	unit      time.Duration // how long this Client's last winning round took to its quorum
 	others    bool          // a node asked since the last win said another process waits (or could not tell)
@@ -73,9 +73,8 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 	if !won {
 		if woken {
 			r.losses++
-			r.beaten = true
+			r.beaten, r.contended = true, true
 		}
-		r.contended = true
 		return
 	}
 	r.losses, r.unit = 0, unit
