@@ -122,7 +122,7 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outcome) {
 	var res result
 	var d time.Duration
-	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
+	n, idle := 0, 0 // attempts; failed ones in a row (the backoff grows with them)
 	if r.typ.tryFirst() && !c.hub.Queued(queue) {
 		n = 1
 		var err error
@@ -173,9 +173,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			return c.failed(*r, n, res)
 		}
 		c.warnDown(ctx, r, n, res)
-		if idle++; woken {
-			idle = 1 // a release was seen: start the backoff over
-		}
+		idle++ // also after a lost race: the winner's release will be announced, polls are the fallback
 		d = c.backoff(&r.o, idle)
 	}
 }
