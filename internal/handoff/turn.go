@@ -156,6 +156,39 @@ func (t *Turn) Wait(ctx context.Context, d time.Duration) (woken bool, err error
 	}
 }
 
+// Pause blocks for d, or until Offer hands this Turn a value (then Take
+// returns it), ctx is done, the Hub is closed or the Turn leaves: a head
+// that gives way to other processes before its attempt, but takes a lock
+// passed on meanwhile. Other wake-ups stay pending for the next Wait, and
+// Pause counts in no Stats. The error is as Wait's.
+func (t *Turn) Pause(ctx context.Context, d time.Duration) error {
+	if ctx == nil {
+		return errors.New("redlock: handoff: nil context")
+	}
+	h := t.h
+	timer := time.NewTimer(max(d, 0))
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		err := t.stopped(ctx)
+		given := err == nil && t.gift != nil
+		if given { // consumed as by Wait: the next head must not see it
+			t.q.pending, t.q.held = none, false
+		}
+		h.mu.Unlock()
+		if err != nil || given {
+			return err
+		}
+		select {
+		case <-t.wake:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+		case <-h.ctx.Done():
+		}
+	}
+}
+
 // stopped returns why Wait must return now, if it must. h.mu is held.
 func (t *Turn) stopped(ctx context.Context) error {
 	switch {
