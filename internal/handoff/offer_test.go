@@ -154,7 +154,7 @@ func TestPause(t *testing.T) {
 	}
 	head.LeaveHolding()
 	ch := waitAsync(ctx, next, never)
-	time.Sleep(10 * time.Millisecond) // a Wait that would return has by now
+	time.Sleep(10 * time.Millisecond)                             // a Wait that would return has by now
 	blocked(t, ch, "next head while this process holds the lock") // the Offer was consumed
 	next.Leave()
 	if err := head.Pause(ctx, never); !errors.Is(err, ErrLeft) {
