@@ -179,8 +179,8 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 }
 
 // awaitTurn waits for the head's next attempt on the nodes: for a wake-up
-// or d (Turn.Wait), then, giving way to other processes, raceDelay
-// (Turn.Pause). It
+// or d (Turn.Wait), then, giving way to other processes, raceDelay or
+// until the next wake-up (Turn.Pause). It
 // returns whether a wake-up ended the first wait, and the lock this
 // Client's holder passed on, if one was (it ends either wait).
 func (c *Client) awaitTurn(ctx context.Context, t *handoff.Turn, d time.Duration, key string, typ lockType) (woken bool, v any, err error) {

@@ -113,8 +113,8 @@ func TestNotificationQuorum(t *testing.T) {
 	}
 }
 
-// Pause ends early for an Offer only: a release wake-up stays pending for
-// the next Wait, and the next head does not see the consumed Offer.
+// Pause ends at d, or at a wake-up, consumed as by Wait: an Offer (the
+// next head does not see it) or a release.
 func TestPause(t *testing.T) {
 	h := local(t)
 	ctx := context.Background()
@@ -124,16 +124,22 @@ func TestPause(t *testing.T) {
 	if r := get(t, waitAsync(ctx, head, 0)); r.err != nil {
 		t.Fatalf("head: %+v", r)
 	}
-	h.Released("k") // a wake-up while pausing: not a reason to stop
 	start := time.Now()
 	if err := head.Pause(ctx, 20*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) < 20*time.Millisecond {
-		t.Fatal("Pause ended early without an Offer")
+		t.Fatal("Pause ended early without a wake-up")
 	}
-	if r := get(t, waitAsync(ctx, head, 0)); !r.woken {
-		t.Fatal("the wake-up during Pause was not kept for Wait")
+	if s := h.Stats(); s.Timer != 0 {
+		t.Fatalf("Pause counted as a wait ended by the timer: %+v", s)
+	}
+	h.Released("k")
+	if err := head.Pause(ctx, never); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, waitAsync(ctx, head, 0)); r.woken {
+		t.Fatal("the release that ended Pause was left pending")
 	}
 	done := make(chan error, 1)
 	go func() { done <- head.Pause(ctx, never) }()

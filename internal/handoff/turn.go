@@ -156,11 +156,12 @@ func (t *Turn) Wait(ctx context.Context, d time.Duration) (woken bool, err error
 	}
 }
 
-// Pause blocks for d, or until Offer hands this Turn a value (then Take
-// returns it), ctx is done, the Hub is closed or the Turn leaves: a head
-// that gives way to other processes before its attempt, but takes a lock
-// passed on meanwhile. Other wake-ups stay pending for the next Wait, and
-// Pause counts in no Stats. The error is as Wait's.
+// Pause blocks for d, or until a wake-up (consumed as by Wait: an Offer,
+// whose value Take then returns, a release notification, Released), ctx
+// is done, the Hub is closed or the Turn leaves: a head that gives way to
+// other processes before its attempt, but takes a lock passed on
+// meanwhile, and tries at once once the key was released again. Unlike
+// Wait, d elapsing is not counted in Stats.Timer. The error is as Wait's.
 func (t *Turn) Pause(ctx context.Context, d time.Duration) error {
 	if ctx == nil {
 		return errors.New("redlock: handoff: nil context")
@@ -171,12 +172,18 @@ func (t *Turn) Pause(ctx context.Context, d time.Duration) error {
 	for {
 		h.mu.Lock()
 		err := t.stopped(ctx)
-		given := err == nil && t.gift != nil
-		if given { // consumed as by Wait: the next head must not see it
+		r := none
+		if err == nil && t.q.head == t {
+			r = t.q.pending
+		}
+		if r != none {
 			t.q.pending, t.q.held = none, false
 		}
 		h.mu.Unlock()
-		if err != nil || given {
+		if r != none {
+			h.st.woken(r)
+		}
+		if err != nil || r != none {
 			return err
 		}
 		select {
