@@ -125,7 +125,7 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outcome) {
 	var res result
 	var d time.Duration
-	n, idle := 0, 0 // attempts; waits in a row that ended by the timer
+	n, idle := 0, 0 // attempts; failed ones in a row (the backoff grows with them)
 	if r.typ.tryFirst() && !c.hub.Queued(queue) {
 		n = 1
 		var err error
@@ -148,8 +148,8 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 	defer func() { leave(ev.lock) }() // after Leave
 	defer t.Leave()
 	for {
-		woken, err := t.Wait(ctx, d)
-		if v := t.Take(); v != nil {
+		woken, v, err := c.awaitTurn(ctx, t, d, queue, r.typ)
+		if v != nil {
 			t.LeaveHolding()
 			return c.taken(*r, n, v.(*Lock))
 		}
@@ -159,11 +159,6 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			}
 			res.cause = err
 			return c.failed(*r, n, res)
-		}
-		if y := c.raceDelay(queue, r.typ); y > 0 {
-			if res.cause = c.sleep(ctx, y); res.cause != nil {
-				return c.failed(*r, n, res)
-			}
 		}
 		n++
 		if res, err = c.attemptN(ctx, r, n); err != nil {
@@ -182,14 +177,28 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 			return c.failed(*r, n, res)
 		}
 		c.warnDown(ctx, r, n, res)
-		if idle++; woken {
-			idle = 1 // a release was seen: start the backoff over
-		}
+		idle++ // also after a lost race: the winner's release will be announced, polls are the fallback
 		d = c.backoff(&r.o, idle)
 		if r.typ.kind() == observe.KindPlain {
 			d = c.foreignWait(ctx, r, r.keys[0], woken, d) // a foreign holder publishes no release
 		}
 	}
+}
+
+// awaitTurn waits for the head's next attempt on the nodes: for a wake-up
+// or d (Turn.Wait), then, giving way to other processes, raceDelay or
+// until the next wake-up (Turn.Pause). It
+// returns whether a wake-up ended the first wait, and the lock this
+// Client's holder passed on, if one was (it ends either wait).
+func (c *Client) awaitTurn(ctx context.Context, t *handoff.Turn, d time.Duration, key string, typ lockType) (woken bool, v any, err error) {
+	woken, err = t.Wait(ctx, d)
+	if v = t.Take(); v != nil || err != nil {
+		return woken, v, err
+	}
+	if y := c.raceDelay(key, typ); y > 0 {
+		err = t.Pause(ctx, y)
+	}
+	return woken, t.Take(), err
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),

@@ -12,18 +12,55 @@ import (
 // with the same owner value and deadline, with no round trip to the nodes:
 // the lock stays held on the quorum, and only its holder inside this
 // process changes. Only a single key, without fencing (every holder gets
-// its own token), fewer than WithLocalHandoff passes in a row (so that
-// other processes get their turn), and a waiter whose request fits.
+// its own token), within the run's bounds (runOver: so that other
+// processes get their turn), and a waiter whose request fits.
 //
-// The local hand-off as Release sees it: whether to try (mayHandOn), the
-// offer (handOn), and after a delete on the nodes, waking the next local
-// waiter (released). The successor itself is made by the Lock (lock.go).
+// The local hand-off as Release sees it: whether the run ends (runOver),
+// whether to try (mayHandOn), the offer (handOn), and after a delete on
+// the nodes, waking the next local waiter (released). The successor itself
+// is made by the Lock (lock.go).
 
-// mayHandOn reports whether Release of l may hand it to a local waiter: a
-// single key of a type passed in runs, fewer than WithLocalHandoff passes
-// in a row, and a waiter queued.
+// soloRuns is how many times WithLocalHandoffRun a run may last while no
+// other process is seen waiting for the key.
+const soloRuns = 40
+
+// runEnds reports whether a run of passes ends at a release, after passes
+// passes in a row over age, with at most n passes and, while another
+// process is seen waiting (seen), at most d, else soloRuns times d; and
+// whether to ask the nodes if another process waits (ask: none is seen
+// and the run is past d).
+func runEnds(passes, n int, age, d time.Duration, seen bool) (end, ask bool) {
+	if passes >= n {
+		return true, false
+	}
+	if seen {
+		return age >= d, false
+	}
+	return age >= soloRuns*d, age >= d
+}
+
+// runOver reports whether the run of passes of l ends at its release:
+// then l is released on the nodes, and this Client's waiters wait for the
+// nodes' notification like other processes' waiters. Only types passed in
+// runs are bounded in time; it may ask the nodes, in the background,
+// whether another process waits (see rivals).
+func (c *Client) runOver(l *Lock) bool {
+	if !l.typ.runs() || len(l.keys) != 1 {
+		return int(l.passes) >= c.o.localHandoff
+	}
+	key := l.waitKey()
+	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), c.o.localRun, c.rivalSeen(key))
+	if ask && !end && c.hub.Queued(key) {
+		c.askRivals(key)
+	}
+	return end
+}
+
+// mayHandOn reports whether Release of l, whose run goes on, may hand it
+// to a local waiter: a single key of a type passed in runs and a waiter
+// queued.
 func (c *Client) mayHandOn(l *Lock) bool {
-	return c.hub != nil && len(l.keys) == 1 && int(l.passes) < c.o.localHandoff && l.typ.runs() && c.hub.Queued(l.waitKey())
+	return c.hub != nil && len(l.keys) == 1 && l.typ.runs() && c.hub.Queued(l.waitKey())
 }
 
 // handOn offers next, the successor of l, to the head of l's local queue
@@ -37,16 +74,16 @@ func (c *Client) handOn(l, next *Lock) bool {
 }
 
 // released wakes this Client's next waiter of l once l was deleted on the
-// nodes (deleted: on a quorum of them); after the last pass allowed in a
-// row it waits for the nodes' notification like everyone else (at most
-// 100 ms: a node renewing its subscription may miss it), and lets
-// those that waited longer go first (see rivals), or, where no
-// notification can come (the delete did not reach a quorum, or
-// subscriptions are refused), for its own timer.
-func (c *Client) released(l *Lock, deleted bool) {
+// nodes (deleted: on a quorum of them); once its run is over it waits for
+// the nodes' notification like everyone else (at most 100 ms: a node
+// renewing its subscription may miss it), and lets those that waited
+// longer go first (see rivals), or, where no notification can come (the
+// delete did not reach a quorum, or subscriptions are refused), for its
+// own timer.
+func (c *Client) released(l *Lock, deleted, over bool) {
 	switch {
 	case c.hub == nil || len(l.keys) != 1:
-	case int(l.passes) < c.o.localHandoff:
+	case !over:
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	default:
 		c.hub.Unheld(l.waitKey(), deleted)

@@ -46,6 +46,9 @@ type Lock struct {
 	won      *answers      // what the nodes answered the winning attempt, for Release
 	acquired time.Time     // start of the winning attempt
 	maxHold  time.Duration // WithMaxHold for this lock; 0: no cap
+	// runBefore is how long the run of passes had lasted when this Lock
+	// was passed on to (0 for a Lock taken from the nodes): see runAge.
+	runBefore time.Duration
 	// ordr keeps the hold's extension calls in order per node (see ord);
 	// shared with successors. Made by the first extension: most locks are
 	// never extended, and a held one then costs two allocations less.
@@ -827,13 +830,20 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // successor is a fresh Lock for the same hold, for a local waiter. l.mu
 // must be held.
 func (l *Lock) successor() *Lock {
-	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: l.c.o.clock.Now(), watchdog: l.watchdog,
-		passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
+	now := l.c.o.clock.Now()
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: now, watchdog: l.watchdog,
+		runBefore: l.runBefore + now.Sub(l.acquired), passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
 	// Nil if l was never extended: no call of l is then in flight to keep
 	// in order (ord runs before an extension's round starts).
 	n.ordr.Store(l.ordr.Load())
 	n.setHeldVotes(l.votes)
 	return n
+}
+
+// runAge is how long l's run of passes has lasted: since the acquisition
+// on the nodes that began it.
+func (l *Lock) runAge() time.Duration {
+	return l.runBefore + l.c.o.clock.Now().Sub(l.acquired)
 }
 
 // markPassed records that l's hold went to its successor.

@@ -22,7 +22,10 @@ const (
 	// DefaultLocalHandoff is how many times in a row a lock may pass
 	// between waiters of one Client before it is released on the nodes
 	// (WithLocalHandoff).
-	DefaultLocalHandoff = 16
+	DefaultLocalHandoff = 256
+	// DefaultLocalHandoffRun is how long a run of passes may last while
+	// another process waits for the key (WithLocalHandoffRun).
+	DefaultLocalHandoffRun = 5 * time.Millisecond
 	// DefaultQuarantineWindow is the restart quarantine's deployment
 	// setting (WithRestartQuarantine): the default lease and half of it
 	// again as margin.
@@ -124,6 +127,7 @@ type options struct {
 	minValidity  time.Duration
 	lease        time.Duration
 	localHandoff int
+	localRun     time.Duration // WithLocalHandoffRun
 	renewEvery   time.Duration
 	name         string
 	logger       *slog.Logger
@@ -151,6 +155,7 @@ func defaults() options {
 		lease:        DefaultLease,
 		qWindow:      DefaultQuarantineWindow,
 		localHandoff: DefaultLocalHandoff,
+		localRun:     DefaultLocalHandoffRun,
 		renewEvery:   DefaultLease / 3,
 		clock:        clock.Real(),
 		coalesce:     true,
@@ -286,16 +291,34 @@ func WithWatchdog(lease, every time.Duration) Option {
 
 // WithLocalHandoff sets how many times in a row a lock may pass directly
 // from a Release to the next waiting Lock call of this Client for the same
-// key, with no round trip to the nodes (default 16). The lock stays held
-// on the quorum under the same owner value and deadline; only the holder
-// inside this process changes, in the order the Lock calls queued. After
-// n passes it is released on the nodes, and this Client's waiters wait for
-// the nodes' release notification like other processes' waiters, so that
-// they get their turn. LocalHandoffOff turns passing off. Only single-key
-// locks taken with Lock are passed, and a fixed-TTL lock only with at
-// least half the waiter's TTL left.
+// key, with no round trip to the nodes (default 256; WithLocalHandoffRun
+// bounds such a run in time too). The lock stays held on the quorum under
+// the same owner value and deadline; only the holder inside this process
+// changes, in the order the Lock calls queued. After n passes it is
+// released on the nodes, and this Client's waiters wait for the nodes'
+// release notification like other processes' waiters, so that they get
+// their turn. LocalHandoffOff turns passing off. Only single-key locks
+// taken with Lock are passed, and a fixed-TTL lock only with at least
+// half the waiter's TTL left.
 func WithLocalHandoff(n int) Option {
 	return clientOption(func(o *options) { set(&o.localHandoff, n) })
+}
+
+// WithLocalHandoffRun bounds in time a run of local passes (see
+// WithLocalHandoff), from the lock's acquisition on the nodes to the
+// Release that would pass it on (default 5 ms). While another process is
+// seen waiting for the key since this Client took it (its head lost a
+// race for it after a release, or a node counts another subscriber to the
+// key's release channel), the run ends after d, so that processes take
+// turns; while none is seen, it may go on for 40 times d (200 ms by
+// default), and from d on this Client asks a node, at most once every d
+// and in the background, whether another process waits (PUBSUB NUMSUB;
+// an error, e.g. a user without that command, counts as a yes). Waiters
+// that are not subscribed (multi-key Lock calls, cluster nodes) are not
+// seen: they get the key at the latest when the 40·d run ends. A zero
+// keeps the default.
+func WithLocalHandoffRun(d time.Duration) Option {
+	return clientOption(func(o *options) { set(&o.localRun, d) })
 }
 
 // WithName sets a name for this Client (default none), for example the
@@ -356,6 +379,8 @@ func (o *options) validate(n int) error {
 		return invalid("min validity %v must not be negative", o.minValidity)
 	case o.localHandoff < LocalHandoffOff:
 		return invalid("local handoff %d must not be negative (LocalHandoffOff turns it off)", o.localHandoff)
+	case o.localRun < 0:
+		return invalid("local handoff run %v must not be negative", o.localRun)
 	case o.qWindow < 0 && o.qWindow != QuarantineOff:
 		return invalid("restart quarantine window %v must not be negative (QuarantineOff turns it off)", o.qWindow)
 	case o.driftOn && o.driftEvery < 0:

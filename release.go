@@ -52,7 +52,8 @@ func (l *Lock) releaseEntered(ctx context.Context) outcome {
 	c := l.c
 	defer c.exit() // also on a panic: Close must not wait for this call
 	begin := c.o.clock.Now()
-	left, ttl, again, lost, next := l.beginRelease(c.mayHandOn(l))
+	over := c.runOver(l)
+	left, ttl, again, lost, next := l.beginRelease(!over && c.mayHandOn(l))
 	o := outcome{op: opRelease, keys: l.keys, owner: l.owner, lock: l, begin: begin, left: left}
 	switch {
 	case again:
@@ -60,16 +61,16 @@ func (l *Lock) releaseEntered(ctx context.Context) outcome {
 	case next != nil && c.handOn(l, next):
 		o.passed = true
 	default:
-		o.err, o.round = l.deleteOnNodes(ctx, ttl, lost)
+		o.err, o.round = l.deleteOnNodes(ctx, ttl, lost, over)
 		o.attempts = 1
 	}
 	return o
 }
 
 // deleteOnNodes deletes l's owner value on every node that may hold it
-// and wakes the waiters, and returns Release's error (lost is the loss
-// that ended l, if any) and the round.
-func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error) (error, quorum.Outcome) {
+// and wakes the waiters (over: l's run of passes is over), and returns
+// Release's error (lost is the loss that ended l, if any) and the round.
+func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error, over bool) (error, quorum.Outcome) {
 	c := l.c
 	q := c.rel.next()
 	for i := range c.nodes { // before Release can return: see releases
@@ -98,7 +99,7 @@ func (l *Lock) deleteOnNodes(ctx context.Context, ttl time.Duration, lost error)
 		}
 		return c.release(ctx, i, l.keys, q, plain)
 	}).Wait(context.Background())
-	c.released(l, out.Reached)
+	c.released(l, out.Reached, over)
 	switch {
 	case lost != nil:
 		return fmt.Errorf("%w: release %s: %w", ErrNotHeld, quoteKeys(l.keys), lost), out

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"context"
 	"slices"
 	"sync"
 	"time"
@@ -24,8 +25,12 @@ type rivals struct {
 
 type rival struct {
 	losses    int           // races this Client's heads lost since it last won on the nodes
-	contended bool          // a race was lost since the key's queue formed: other processes want it
+	contended bool          // a race was lost since the key's queue formed: other processes want it (not a poll: it may find our own hold)
+	beaten    bool          // the last race after a release notification was lost: another process may hold the key
 	unit      time.Duration // how long this Client's last winning round took to its quorum
+	others    bool          // a node asked since the last win said another process waits (or could not tell)
+	asking    bool          // a node is being asked (askRivals)
+	asked     time.Time     // when a node was last asked
 }
 
 // rivalWait is how many units a head that lost this many races waits.
@@ -64,6 +69,64 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 	rs := &c.rivals
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
+	r := rs.rival(key)
+	if !won {
+		if woken {
+			r.losses++
+			r.beaten, r.contended = true, true
+		}
+		return
+	}
+	r.losses, r.unit = 0, unit
+	r.beaten, r.others = false, false
+}
+
+// rivalSeen reports whether another process is seen waiting for key since
+// this Client last took it from the nodes: its head, woken by a release,
+// lost the race for it, or a node said so (askRivals). An attempt on the
+// backoff timer that finds the key held may have found this Client's own
+// hold, so it does not count; a win starts over, since who waits then
+// is not known, and the next run asks.
+func (c *Client) rivalSeen(key string) bool {
+	rs := &c.rivals
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.keys[key]
+	return r != nil && (r.beaten || r.others)
+}
+
+// askRivals asks a node, in the background, whether another process
+// waits for key (handoff.Hub.Others), unless a node is being asked or was
+// asked less than WithLocalHandoffRun ago; a node that cannot tell counts
+// as one that says so, so that runs go on being shared out as without the
+// question. A yes holds until this Client next takes the key from the
+// nodes.
+func (c *Client) askRivals(key string) {
+	now := c.o.clock.Now()
+	rs := &c.rivals
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.rival(key)
+	if r.asking || !r.asked.IsZero() && now.Sub(r.asked) < c.o.localRun || c.closed.Load() {
+		return
+	}
+	r.asking, r.asked = true, now
+	c.wg.Add(1) // Close waits for it
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.closing, c.o.nodeTimeout)
+		others, err := c.hub.Others(ctx, key)
+		cancel()
+		rs.mu.Lock()
+		defer rs.mu.Unlock()
+		if cur := rs.keys[key]; cur == r { // not forgotten meanwhile (leftRace)
+			r.asking, r.others = false, others || err != nil
+		}
+	}()
+}
+
+// rival returns key's record, making it. rs.mu is held.
+func (rs *rivals) rival(key string) *rival {
 	if rs.keys == nil {
 		rs.keys = map[string]*rival{}
 	}
@@ -72,14 +135,7 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 		r = &rival{}
 		rs.keys[key] = r
 	}
-	if !won {
-		if woken {
-			r.losses++
-		}
-		r.contended = true
-		return
-	}
-	r.losses, r.unit = 0, unit
+	return r
 }
 
 // leftRace forgets key once this Client has no waiter for it.

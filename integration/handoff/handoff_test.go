@@ -234,3 +234,50 @@ func TestCloseWithWaiters(t *testing.T) {
 		})
 	}
 }
+
+// Others tells a Hub whether another Hub (another process) waits for a
+// key: the nodes count more subscribers of its channel than the Hub's own.
+// Each call asks one node, in turn; a Hub with no node to ask says so.
+func TestOthersCountsOtherHubs(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.Config{})
+	a := newHub(t, addrs(nodes), handoff.Config{})
+	b := newHub(t, addrs(nodes), handoff.Config{})
+	ctx := context.Background()
+	ta := a.Enter("k")
+	defer ta.Leave()
+	subscribed(t, addrs(nodes), 1, "k")
+	for range nodes { // every node in turn
+		if others, err := a.Others(ctx, "k"); err != nil || others {
+			t.Fatalf("alone: Others = %v, %v; want false", others, err)
+		}
+	}
+	tb := b.Enter("k")
+	subscribed(t, addrs(nodes), 2, "k")
+	for range nodes {
+		if others, err := a.Others(ctx, "k"); err != nil || !others {
+			t.Fatalf("with another hub waiting: Others = %v, %v; want true", others, err)
+		}
+	}
+	tb.Leave()
+	subscribed(t, addrs(nodes), 1, "k")
+	if others, err := a.Others(ctx, "k"); err != nil || others {
+		t.Fatalf("after the other left: Others = %v, %v; want false", others, err)
+	}
+	nodes[0].Stop()
+	var failed bool
+	for range nodes {
+		_, err := a.Others(ctx, "k")
+		failed = failed || err != nil
+	}
+	if !failed {
+		t.Fatal("Others on a stopped node returned no error")
+	}
+	local, err := handoff.New(nil, handoff.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	if _, err := local.Others(ctx, "k"); !errors.Is(err, handoff.ErrNoSubscriber) {
+		t.Fatalf("no node: err = %v, want ErrNoSubscriber", err)
+	}
+}

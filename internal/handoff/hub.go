@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -105,6 +106,7 @@ type Hub struct {
 	quorum int    // Config.Quorum, capped at len(subs)
 	wg     sync.WaitGroup
 	st     counters
+	asked  atomic.Uint64 // Others calls: which node the next one asks
 
 	mu      sync.Mutex
 	keys    map[string]*queue // keys with at least one local waiter

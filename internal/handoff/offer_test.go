@@ -2,7 +2,9 @@ package handoff
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -108,5 +110,60 @@ func TestNotificationQuorum(t *testing.T) {
 	h.notifyFrom(1, &redis.Message{Channel: Channel("k"), Payload: "owner-1"}) // the third: a duplicate
 	if s := h.Stats(); s.Notified != 1 || s.Duplicates != 1 {
 		t.Fatalf("stats %+v", s)
+	}
+}
+
+// Pause ends at d, or at a wake-up, consumed as by Wait: an Offer (the
+// next head does not see it) or a release.
+func TestPause(t *testing.T) {
+	h := local(t)
+	ctx := context.Background()
+	fits := func(any) bool { return true }
+	head := h.Enter("k")
+	next := h.Enter("k")
+	if r := get(t, waitAsync(ctx, head, 0)); r.err != nil {
+		t.Fatalf("head: %+v", r)
+	}
+	start := time.Now()
+	if err := head.Pause(ctx, 20*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if time.Since(start) < 20*time.Millisecond {
+		t.Fatal("Pause ended early without a wake-up")
+	}
+	if s := h.Stats(); s.Timer != 0 {
+		t.Fatalf("Pause counted as a wait ended by the timer: %+v", s)
+	}
+	h.Released("k")
+	if err := head.Pause(ctx, never); err != nil {
+		t.Fatal(err)
+	}
+	if r := get(t, waitAsync(ctx, head, 0)); r.woken {
+		t.Fatal("the release that ended Pause was left pending")
+	}
+	done := make(chan error, 1)
+	go func() { done <- head.Pause(ctx, never) }()
+	time.Sleep(5 * time.Millisecond)
+	if !h.Offer("k", 7, fits, func(any) {}) {
+		t.Fatal("not handed to the pausing head")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hang):
+		t.Fatal("Pause did not end at the Offer")
+	}
+	if v := head.Take(); v != 7 {
+		t.Fatalf("Take = %v", v)
+	}
+	head.LeaveHolding()
+	ch := waitAsync(ctx, next, never)
+	time.Sleep(10 * time.Millisecond)                             // a Wait that would return has by now
+	blocked(t, ch, "next head while this process holds the lock") // the Offer was consumed
+	next.Leave()
+	if err := head.Pause(ctx, never); !errors.Is(err, ErrLeft) {
+		t.Fatalf("Pause after Leave: %v, want ErrLeft", err)
 	}
 }

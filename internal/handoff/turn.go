@@ -215,6 +215,46 @@ func (t *Turn) ready(d time.Duration, fired bool) (woken, wait bool) {
 	return false, true
 }
 
+// Pause blocks for d, or until a wake-up (consumed as by Wait: an Offer,
+// whose value Take then returns, a release notification, Released), ctx
+// is done, the Hub is closed or the Turn leaves: a head that gives way to
+// other processes before its attempt, but takes a lock passed on
+// meanwhile, and tries at once once the key was released again. Unlike
+// Wait, d elapsing is not counted in Stats.Timer. The error is as Wait's.
+func (t *Turn) Pause(ctx context.Context, d time.Duration) error {
+	if ctx == nil {
+		return errors.New("redlock: handoff: nil context")
+	}
+	h := t.h
+	timer := time.NewTimer(max(d, 0))
+	defer timer.Stop()
+	for {
+		h.mu.Lock()
+		err := t.stopped(ctx)
+		r := none
+		if err == nil && t.q.head == t {
+			r = t.q.pending
+		}
+		if r != none {
+			t.q.pending, t.q.held = none, false
+		}
+		h.mu.Unlock()
+		if r != none {
+			h.st.woken(r)
+		}
+		if err != nil || r != none {
+			return err
+		}
+		select {
+		case <-t.wake:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+		case <-h.ctx.Done():
+		}
+	}
+}
+
 // stopped returns why Wait must return now, if it must. h.mu is held.
 func (t *Turn) stopped(ctx context.Context) error {
 	switch {
