@@ -372,15 +372,18 @@ func TestExtend(t *testing.T) {
 func TestExtendAfterExpiry(t *testing.T) {
 	c, nodes := setup(t, 5)
 	ctx := context.Background()
-	a, err := c.Lock(ctx, "k", 100*time.Millisecond)
+	// 500 ms, not less: the TTL caps the node deadline at a tenth of it,
+	// and a call that misses it on a loaded machine leaves its node
+	// skipped in the next round (the stolen lock's, below).
+	a, err := c.Lock(ctx, "k", 500*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	time.Sleep(600 * time.Millisecond)
 	if err := a.Extend(ctx, 30*time.Second); !errors.Is(err, redlock.ErrLockLost) {
 		t.Fatalf("extend of expired lock: %v", err)
 	}
-	// The 100ms keys expire (a node that took its SET late holds it a
+	// The 500ms keys expire (a node that took its SET late holds it a
 	// little longer); a key re-created by the extension would stay 30s.
 	if vals, _ := rawUntil(t, nodes, "k", time.Now().Add(10*time.Second), func(vals []string, _ []time.Duration) bool {
 		return count(vals, "") == 5
