@@ -2,8 +2,8 @@
 # The server matrix (make matrix): for each server of scripts/servers.sh,
 # the integration core suite (without -race: the machine is small) and
 # `redlock doctor` against 3 nodes of that server; the chaos short suite on
-# one server per run. Writes the results to docs/servers.md (MATRIX_OUT)
-# and exits non-zero if anything failed.
+# one server per run. The servers run side by side. Writes the results to
+# docs/servers.md (MATRIX_OUT) and exits non-zero if anything failed.
 #
 # Chaos rotation: the chaos short suite runs on one of the servers after
 # the first (Debian 12's redis-server, which make chaos and chaos-full cover
@@ -123,15 +123,13 @@ doctor() {
 	printf '%s\t%s\n' "$verdict" $(($(date +%s) - start))
 }
 
-rows="" features=""
-failed=0
-for name in "${names[@]}"; do
-	has "${MATRIX_SERVERS:-$name}" "$name" || continue
-	if [ -n "$trixie" ] && [ "$name" != "${names[0]}" ] && [ "$name" != "${names[1]}" ]; then
-		wait $trixie || { cat "$logs/trixie.log" >&2; exit 1; }
-		grep '^matrix:' "$logs/trixie.log"
-		trixie=""
-	fi
+# server NAME: one server's core suite, doctor and (if it is this run's)
+# chaos short suite, one after the other; its table rows go to
+# $logs/NAME.row and $logs/NAME.features, its verdict to $logs/NAME.failed.
+# The servers run side by side (their suites mostly wait on node
+# deadlines and timers, each on nodes of its own).
+server() {
+	local name=$1 bin version core core_s doc doc_s ch ch_s failed=0
 	bin=$(scripts/servers.sh path "$name")
 	version=$("$bin" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
 	echo "matrix: $name $version ($bin)"
@@ -149,12 +147,34 @@ for name in "${names[@]}"; do
 	fi
 	case "$core $doc $ch" in *FAIL*|*"no verdict"*|*UNREACHABLE*) failed=1 ;; esac
 	for v in core_s doc_s ch_s; do [ "${!v}" = - ] || printf -v "$v" '%ss' "${!v}"; done
-	rows="$rows| $name | $version | $core | $core_s | $doc | $doc_s | $ch | $ch_s |
-"
-	features="$features| $name | $(cat "$logs/$name-probe.txt") | $(cat "$logs/$name-features.txt") |
-"
+	echo "| $name | $version | $core | $core_s | $doc | $doc_s | $ch | $ch_s |" >"$logs/$name.row"
+	echo "| $name | $(cat "$logs/$name-probe.txt") | $(cat "$logs/$name-features.txt") |" >"$logs/$name.features"
+	echo $failed >"$logs/$name.failed"
+}
+
+run=()
+for name in "${names[@]}"; do
+	has "${MATRIX_SERVERS:-$name}" "$name" || continue
+	if [ -n "$trixie" ] && [ "$name" != "${names[0]}" ] && [ "$name" != "${names[1]}" ]; then
+		wait $trixie || { cat "$logs/trixie.log" >&2; exit 1; }
+		grep '^matrix:' "$logs/trixie.log"
+		trixie=""
+	fi
+	server "$name" >"$logs/$name.out" 2>&1 &
+	run+=("$name")
 done
-wait $trixie 2>/dev/null || true
+wait
+rows="" features=""
+failed=0
+for name in "${run[@]}"; do
+	cat "$logs/$name.out"
+	[ -f "$logs/$name.row" ] || { echo "matrix: $name did not finish" >&2; failed=1; continue; }
+	rows="$rows$(cat "$logs/$name.row")
+"
+	features="$features$(cat "$logs/$name.features")
+"
+	[ "$(cat "$logs/$name.failed")" = 0 ] || failed=1
+done
 # The names promise a major.minor: this fails if a package moved on.
 scripts/servers.sh
 
