@@ -747,7 +747,7 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 	lost := false
 	if l.ended != nil {
 		qe.Err = ErrNotHeld
-	} else if len(c.nodes)-out.No < c.need || l.remaining() <= 0 { // too few nodes may still hold it
+	} else if len(c.nodes)-out.No-c.quarantinedPending(out) < c.need || l.remaining() <= 0 { // too few nodes may still hold it
 		qe.Err, lost = ErrLockLost, true
 	}
 	if qe.Cause == nil {

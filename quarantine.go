@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -731,4 +732,25 @@ func (q *quarantine) floorNow() bool {
 		}
 	}
 	return true
+}
+
+// quarantinedPending counts the nodes of out that had not answered at the
+// decision and are in restart quarantine now: a round decides at once when
+// too few countable nodes are left, before such a node's "no" arrives. A
+// node in quarantine restarted since it was judged; it counts again no
+// sooner than any lock it may have lost could still be held, this one
+// included (its TTL is in the registers and the window), so for a renewal
+// or extension it is as good as a "no".
+func (c *Client) quarantinedPending(out quorum.Outcome) int {
+	if c.q == nil {
+		return 0
+	}
+	n := 0
+	for i, v := range out.Votes {
+		var qe *QuarantineError
+		if v.Discounted && !v.Done && errors.As(c.q.discount(i), &qe) {
+			n++
+		}
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,6 +121,20 @@ func TestLostSignalFromRenewal(t *testing.T) {
 	cause := context.Cause(l.Context())
 	var qe *redlock.QuorumError
 	if !errors.Is(cause, redlock.ErrLockLost) || !errors.As(cause, &qe) || qe.Op != "renew" || len(qe.Nodes) != 3 {
+		ev.mu.Lock()
+		seen := map[string]int{}
+		for _, e := range ev.list {
+			if e.Err != nil {
+				var q *redlock.QuorumError
+				if errors.As(e.Err, &q) {
+					for _, n := range q.Nodes {
+						seen[fmt.Sprintf("%s vote=%v err=%v", n.Addr, n.Vote, n.Err)]++
+					}
+				}
+			}
+		}
+		ev.mu.Unlock()
+		t.Logf("the node answers of the failed renewals (answer: count): %v", seen)
 		t.Fatalf("cause = %v; want ErrLockLost from a renewal, with every node's answer", cause)
 	}
 	if !errors.Is(l.Err(), redlock.ErrLockLost) || l.Remaining() != 0 {
