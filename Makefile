@@ -112,6 +112,6 @@ matrix:
 matrix-ci:
 	MATRIX_NO_CORE=redis-7.0 scripts/matrix.sh
 
-## ci: what .ci/run runs: make test's suites (but chaos short and the short TestInvariant, which chaos-full and invariant-long cover) and oldest-go, chaos-full, invariant-long, compose-check, bench-quick, matrix-ci, in two lanes side by side (scripts/ci.sh)
+## ci: what .ci/run runs: make test's suites (but chaos short and the short TestInvariant, which chaos-full and invariant-long cover) and oldest-go, chaos-full, invariant-long, compose-check, bench-quick, matrix-ci, in three lanes side by side (scripts/ci.sh)
 ci:
 	scripts/ci.sh

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# make ci: everything make test runs and the long suites, in two lanes side
-# by side: the machine has 2 cores, and the long suites (chaos-full,
+# make ci: everything make test runs and the long suites, in three lanes
+# side by side: the machine has 2 cores, and the long suites (chaos-full,
 # invariant-long, the server matrix, durable availability runs) spend most
-# of their time waiting on timers and node deadlines, while the other lane
+# of their time waiting on timers and node deadlines, while the first lane
 # compiles and runs the functional suites. Each target's output goes to a
 # log of its own (CI_LOGS, default a temporary folder), printed when the
 # target fails; one line per target says how long it took.
@@ -33,28 +33,41 @@ for m in integration cmd/redlock cmd/redlock-bench redlockotel redlocktest examp
 done
 
 # lane NAME TARGET...: runs make TARGET one after the other; the first that
-# fails ends the lane, with its log's tail.
+# fails ends the lane, with its log's tail. A target given as after:T waits
+# until T has ended (ok or not) in another lane.
 lane() {
 	local name=$1 t s
 	shift
 	for t in "$@"; do
+		if [[ $t == after:* ]]; then
+			until [ -f "$logs/${t#after:}.ended" ] || [ -f "$logs/failed" ]; do sleep 2; done
+			[ ! -f "$logs/failed" ] || return 1 # another lane failed first: no point going on
+			continue
+		fi
 		s=$(date +%s)
 		if make --no-print-directory "$t" >"$logs/$t.log" 2>&1; then
 			echo "ci: [$name] $t ok in $(($(date +%s) - s))s"
+			touch "$logs/$t.ended"
 		else
 			echo "ci: [$name] $t FAILED in $(($(date +%s) - s))s; the end of $logs/$t.log:"
 			tail -100 "$logs/$t.log"
+			touch "$logs/$t.ended" "$logs/failed"
 			return 1
 		fi
 	done
 }
 
+# Lane c, the server matrix (its suites wait on nodes more than they
+# compute), starts once lane a has compiled and run the unit tests.
 lane a check unit integration-ci cli examples oldest-go compose-check &
 a=$!
-lane b durable chaos-full invariant-long bench-quick matrix-ci &
+lane b durable chaos-full invariant-long bench-quick &
 b=$!
+lane c after:unit matrix-ci &
+c=$!
 fail=0
 wait $a || fail=1
 wait $b || fail=1
+wait $c || fail=1
 echo "ci: $([ $fail = 0 ] && echo ok || echo FAILED) in $(($(date +%s) - t0))s (logs: $logs)"
 exit $fail
