@@ -13,6 +13,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -84,8 +85,11 @@ func TestNoCleanupWhereNothingWasWritten(t *testing.T) {
 			c.Close() // waits for every node call
 			mu.Lock()
 			defer mu.Unlock()
-			if badErr == nil || calls["acquire"] != 6 {
-				t.Fatalf("bad node: %d acquisitions, last error %v; want 6 failed calls", calls["acquire"], badErr)
+			// Six acquisitions, unless one timed out (a slow resolver): the
+			// node is then left out while it is suspect (ErrNodeSkipped,
+			// not observed).
+			if badErr == nil || calls["acquire"] == 0 || calls["acquire"] > 6 || calls["acquire"] < 6 && !node.IsTimeout(badErr) {
+				t.Fatalf("bad node: %d acquisitions, last error %v; want 6 failed calls (fewer only after a timeout)", calls["acquire"], badErr)
 			}
 			if calls["release"] != 0 {
 				t.Fatalf("bad node (%v) got %d releases: nothing was written there", badErr, calls["release"])
