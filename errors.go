@@ -325,8 +325,11 @@ func shortKey(k string) string {
 
 // quoteKeys quotes keys for a message: each cut to 64 bytes (shortKey), at
 // most 8 of them, so that a message stays short whatever the input.
-func quoteKeys(keys []string) string {
-	const most = 8
+func quoteKeys(keys []string) string { return listKeys(keys, 8, shortKey) }
+
+// listKeys writes at most most of keys, each as one shows it, in brackets,
+// and how many there are when there are more.
+func listKeys(keys []string, most int, one func(string) string) string {
 	var b strings.Builder
 	b.WriteByte('[')
 	for i, k := range keys {
@@ -337,7 +340,7 @@ func quoteKeys(keys []string) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(shortKey(k))
+		b.WriteString(one(k))
 	}
 	b.WriteByte(']')
 	return b.String()

@@ -145,25 +145,12 @@ func cut(s string, most int) string {
 // briefKeys quotes keys for a QuorumError's first line: at most two, each
 // cut to 40 bytes, and how many there are when there are more.
 func briefKeys(keys []string) string {
-	const most, each = 2, 40
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, k := range keys {
-		if i == most {
-			fmt.Fprintf(&b, " ... (%d keys)", len(keys))
-			break
+	return listKeys(keys, 2, func(k string) string {
+		if len(k) > 40 {
+			return fmt.Sprintf("%q...", k[:40])
 		}
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		if len(k) > each {
-			fmt.Fprintf(&b, "%q...", k[:each])
-		} else {
-			fmt.Fprintf(&b, "%q", k)
-		}
-	}
-	b.WriteByte(']')
-	return b.String()
+		return fmt.Sprintf("%q", k)
+	})
 }
 
 // incurableError is the cause of an acquisition that ends at once because
