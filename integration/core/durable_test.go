@@ -108,8 +108,11 @@ func TestDurableNotFsyncedKeepsConnection(t *testing.T) {
 func TestDurableVotesEveryPath(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.DurableConfig(t))
 	c := client(t, nodes, redlock.WithDurableVotes())
-	ctx := context.Background()
-	l, err := c.TryLock(ctx, "durable:plain", 5*time.Second)
+	// Lock, not TryLock, for the first grants: a fresh node's first fsync on
+	// a loaded machine may outlast WAITAOF's share of the node deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "durable:plain", 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +122,7 @@ func TestDurableVotesEveryPath(t *testing.T) {
 	if err := l.Release(ctx); err != nil {
 		t.Fatalf("Release: %v", err)
 	}
-	f, err := c.TryLock(ctx, "durable:fenced", 5*time.Second, redlock.WithFencing())
+	f, err := c.Lock(ctx, "durable:fenced", 5*time.Second, redlock.WithFencing())
 	if err != nil || f.Token() <= 0 {
 		t.Fatalf("fenced: %v, token %v", err, f)
 	}
