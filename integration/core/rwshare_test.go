@@ -97,9 +97,9 @@ func TestLocalReadersHoldTogether(t *testing.T) {
 	}
 	t.Logf("%d readers all held %v after the writer left (a round: %v)", readers, took, round)
 	// The notification reaches the head, the head gets in, the others get
-	// in beside it: about 3 rounds; one after the other would be 7.
-	if limit := 5 * round; took > limit {
-		t.Fatalf("%d readers all held %v after the writer left, over %v (5 rounds of %v): they got in one after the other",
+	// in beside it: about 3 rounds; one after the other would be 7 (the limit, 6, leaves a loaded machine room).
+	if limit := 6 * round; took > limit {
+		t.Fatalf("%d readers all held %v after the writer left, over %v (6 rounds of %v): they got in one after the other",
 			readers, took, limit, round)
 	}
 }
