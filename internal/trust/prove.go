@@ -13,12 +13,12 @@ type Entry struct {
 // Read is what one other node answered when the registers were read for a
 // suspect node.
 type Read struct {
-	Read    bool      // identity and register read
-	Witness bool      // and the node can vouch for its register (Node.Witness)
-	RunID   string    // its process
-	Entries []Entry   // its register's live entries
+	Read    bool          // identity and register read
+	Witness bool          // and the node can vouch for its register (Node.Witness)
+	RunID   string        // its process
+	Entries []Entry       // its register's live entries
 	Legacy  time.Duration // the legacy key's TTL (never expires); 0 if absent
-	At      time.Time // the Client's clock when the answer came
+	At      time.Time     // the Client's clock when the answer came
 }
 
 // Prove is the rule (SAFETY.md, "Restart windows"): a node that lost its
