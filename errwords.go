@@ -32,8 +32,15 @@ func nodeWords(err error) string {
 		return "vote not confirmed on disk (" + notDurableWords(nd) + ")"
 	}
 	var pe *node.ProcessError
+	if errors.As(err, &pe) && pe.Evicted {
+		return "evicted keys since it was trusted: not counted yet"
+	}
 	if errors.As(err, &pe) {
 		return "restarted (another server process answers): not counted yet"
+	}
+	var ra *node.RegisterACLError
+	if errors.As(err, &ra) {
+		return "NOPERM on the TTL register's keys (" + node.TTLRegisterKey + ", " + node.AOFStampKey + "): the ACL needs them"
 	}
 	for _, w := range sentinelWords {
 		if errors.Is(err, w.err) {

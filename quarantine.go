@@ -15,6 +15,7 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/trust"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -52,10 +53,11 @@ func (e *SameServerError) Error() string {
 // Is makes a *SameServerError match ErrSameServer.
 func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
 
-// quarantine is the gate that discounts nodes that restarted (unless this
-// Client saw both processes durable) until no lock they may have lost can
-// still be held, and second addresses of one server. It is safe for
-// concurrent use.
+// quarantine is the gate that discounts nodes that may have lost locks (a
+// new process, evicted keys: the rules of internal/trust) until no lock
+// they may have lost can still be held, and second addresses of one
+// server. It owns each node's trust.Node and serializes its events. It is
+// safe for concurrent use.
 type quarantine struct {
 	clock   clock.Clock
 	addrs   []string
@@ -65,132 +67,57 @@ type quarantine struct {
 	created time.Time            // the Client's creation: a node started later is a process it never saw
 	fresh   bool                 // strict mode: also quarantine nodes first met young
 	mu      sync.Mutex
-	ids     []node.Identity // last identity learned per node; RunID "" = never
-	until   []time.Time     // end of each node's quarantine; zero = none
-	base    []time.Time     // latest time the suspect process may have started (the window counts from here)
-	pending []bool          // suspect, the nodes' TTL registers not read yet: discounted meanwhile
-	epoch   []uint64        // suspicions begun per node: a resolution for an older one is dropped
-	reason  []string
-	bound   []string                // which bound set each node's latest window
-	last    []time.Time             // each node's latest window end (kept after the window is over)
+	nodes   []trust.Node
 	factor  float64                 // the drift factor: budget for the Client's clock rate over a window
 	stats   observe.QuarantineStats // counters (Now, Nodes unset)
 	onEnd   func(i int)             // called when a node's quarantine is found over; may be nil
 }
 
 func newQuarantine(c clock.Clock, addrs []string, window func() time.Duration, fresh bool) *quarantine {
-	n := len(addrs)
 	return &quarantine{clock: c, addrs: addrs, window: window, created: c.Now(), fresh: fresh,
-		ids: make([]node.Identity, n), until: make([]time.Time, n), base: make([]time.Time, n),
-		pending: make([]bool, n), epoch: make([]uint64, n), reason: make([]string, n), bound: make([]string, n),
-		last: make([]time.Time, n), factor: 0.01}
+		nodes: make([]trust.Node, len(addrs)), factor: 0.01}
 }
 
-// verdict is what learn found in a node's identity.
-type verdict struct {
-	until   time.Time // provisional end of a quarantine begun now (the fallback); zero if none
-	suspect bool      // a process that may have lost keys: read the TTL registers, then resolve
-	changed bool      // a run_id other than the one learned before: a new process
-	kept    bool      // a restart that loaded the previous process's append-only file (see learn)
-	epoch   uint64    // the suspicion's number, for resolve
+// proc is what trust judges of an identity.
+func proc(id node.Identity) trust.Proc {
+	return trust.Proc{RunID: id.RunID, Uptime: id.Uptime, AOF: id.AOF, Fsync: id.FsyncAlways, Promoted: id.Promoted,
+		Replicated: id.Replicated, Evicts: id.Evicts, Evicted: id.Evicted}
 }
 
-// learn records node i's identity, read just now. A node whose run_id
-// changed since it was last learned restarted, and what it held may be
-// gone; so may what a node first met held if it started after this Client
-// was created (by more than INFO's one-second resolution), or, in strict
-// mode, if it started less than a window ago. Such a node is suspect: it
-// does not count until resolve has read the other nodes' TTL registers,
-// and then until its window ends, counted from its start (now - uptime +
-// 1 s, at most now: the latest start INFO's whole seconds allow). Its provisional end is the
-// fallback (window after its start). A new run_id whose uptime is already
-// past the window is another server at this address (a promoted replica
-// after fail-over, a moved DNS name): it never saw the writes the old one
-// acknowledged, and its window counts from now. A restart is exempt only
-// when this Client saw both the old and the new process durable
-// (appendonly, appendfsync always): a node restarted to turn durability on
-// may have lost its keys on the way. A restart kept its votes when the new
-// process runs appendonly yes and its TTL register (own) shows that it
-// loaded the old process's append-only file (node.Register.Loaded), with
-// every vote confirmed on disk (see WithDurableVotes, proveWindow).
-func (q *quarantine) learn(i int, id node.Identity, own node.Register) verdict {
+// learn feeds node i's identity, read just now with its own TTL register
+// (own), to its trust state (trust.Node.Learn) and returns the verdict.
+func (q *quarantine) learn(i int, id node.Identity, own node.Register) trust.Verdict {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	prev := q.ids[i]
-	q.ids[i] = id
-	w := q.window()
-	if prev.RunID == id.RunID || w <= 0 {
-		return verdict{}
-	}
-	now := q.clock.Now()
-	// A promoted replica carries the old primary's stamp by replication,
-	// not from an append-only file the old primary confirmed: not kept.
-	v := verdict{changed: prev.RunID != "", kept: id.AOF && !id.Promoted && own.Loaded(prev.RunID, id.RunID)}
-	// INFO's uptime is the difference of two whole-second clock readings:
-	// the process may be up to a second younger than it says.
-	reason, base := "restart observed", now.Add(min(time.Second-id.Uptime, 0))
-	switch {
-	case prev.RunID == "" && now.Sub(q.created) > id.Uptime+time.Second:
-		reason = "started after this Client"
-	case prev.RunID == "" && q.fresh && id.Uptime < w:
-		reason = "fresh start"
-	case prev.RunID == "":
-		return v
-	case id.Uptime >= w || id.Promoted:
-		reason, base, v.kept = "another server at this address (fail-over?)", now, false
-	case prev.Durable() && id.Durable():
-		return v
-	}
-	v.suspect = true
-	q.epoch[i]++
-	v.epoch = q.epoch[i]
-	q.base[i], q.reason[i], q.pending[i], q.until[i], q.bound[i] = base, reason, true, time.Time{}, ""
-	if u := base.Add(w); u.After(now) {
-		q.until[i], v.until = u, u
+	n := &q.nodes[i]
+	v := n.Learn(trust.Seen{Proc: proc(id), Loaded: own.Loaded(n.Proc.RunID, id.RunID), Now: q.clock.Now(),
+		Window: q.window(), Created: q.created, Fresh: q.fresh})
+	if v.Suspect && !v.Until.IsZero() {
 		q.stats.Started++
 	}
-	q.last[i] = q.until[i]
 	return v
 }
 
 // resolve ends suspicion epoch of node i with what the other nodes' TTL
-// registers showed (see proveWindow): the window until which no lock the
-// node may have lost can still be held, or, where the registers could not
-// show one (proven false), the fallback: the longest of the deployment
-// setting, this Client's longest TTL and the longest TTL read (longest),
-// counted from the node's start. It returns the window's end and its
-// bound, and whether it took effect (false for an epoch no longer current,
-// or, under QuarantineSettingFloor, a proof shorter than the fallback).
-// A later resolve of the same epoch may shorten a fallback to a proof:
-// the node was discounted all along.
+// registers showed (trust.Prove): the window until which no lock the node
+// may have lost can still be held, or, where the registers could not show
+// one (proven false), the fallback: the longest of the deployment setting,
+// this Client's longest TTL and the longest TTL read (longest), counted
+// from the loss. It returns the window's end and its bound, and whether it
+// took effect (trust.Node.Resolve).
 func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, longest time.Duration, proof string) (time.Time, string, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.epoch[i] != epoch || !q.pending[i] && shown(q.bound[i]) {
-		return time.Time{}, "", false
-	}
 	fb, bound := q.fallback()
 	if longest > fb {
 		fb, bound = longest, observe.BoundRegister
 	}
-	fallback := q.base[i].Add(fb)
-	if !proven || q.floor && until.Before(fallback) {
-		if !q.pending[i] { // already on the fallback
-			return q.until[i], q.bound[i], false
-		}
-		until = fallback // bound: the setting, this Client's TTL, or the longest TTL read (register)
-	} else {
-		bound = proof
+	u, b, ok := q.nodes[i].Resolve(trust.Resolution{Epoch: epoch, Proven: proven, Until: until, Proof: proof,
+		Fallback: fb, FBBound: bound, Floor: q.floor, Now: q.clock.Now()})
+	if !ok {
+		return u, b, false
 	}
-	now := q.clock.Now()
-	if !until.After(now) {
-		until = now
-	}
-	if q.until[i].IsZero() && until.After(now) {
-		q.stats.Started++
-	}
-	q.pending[i], q.until[i], q.bound[i], q.last[i] = false, until, bound, until
-	switch bound {
+	switch b {
 	case observe.BoundRegister:
 		q.stats.ByRegister++
 	case observe.BoundDurable:
@@ -200,7 +127,7 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 	default:
 		q.stats.BySetting++
 	}
-	return until, bound, true
+	return u, b, true
 }
 
 // current reports whether epoch is still node i's latest suspicion and
@@ -208,12 +135,15 @@ func (q *quarantine) resolve(i int, epoch uint64, proven bool, until time.Time, 
 func (q *quarantine) current(i int, epoch uint64) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.epoch[i] == epoch && !shown(q.bound[i])
+	return q.nodes[i].Current(epoch)
 }
 
-// shown reports whether bound is a window shown by the registers, which a
-// later read does not change.
-func shown(bound string) bool { return bound == observe.BoundRegister || bound == observe.BoundDurable }
+// base returns since when node i may have lost keys.
+func (q *quarantine) base(i int) time.Time {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.nodes[i].Base
+}
 
 // fallback is the window used where the registers show none: the
 // deployment setting or this Client's longest TTL, whichever is longer,
@@ -227,26 +157,11 @@ func (q *quarantine) fallback() (time.Duration, string) {
 }
 
 // witness reports whether node j, whose identity id was read just now,
-// can vouch for its TTL register: its process is one this Client knows,
-// not under quarantine or suspicion, and not one the quarantine would
-// suspect if it met it now (started after this Client, or young in strict
-// mode). Such a node kept its register since before any lock that may
-// still be held was last granted or extended on it (see SAFETY.md).
+// can vouch for its TTL register (trust.Node.Witness).
 func (q *quarantine) witness(j int, id node.Identity) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now, known := q.clock.Now(), q.ids[j]
-	switch {
-	case q.pending[j] || now.Before(q.until[j]):
-		return false
-	case q.bound[j] == observe.BoundDurable && now.Before(q.base[j].Add(q.window())):
-		// Exempt at once, it vouches for the durable entries only: a plain
-		// entry published shortly before its crash may be missing.
-		return false
-	case known.RunID == "":
-		return now.Sub(q.created) <= id.Uptime+time.Second && !(q.fresh && id.Uptime < q.window())
-	}
-	return known.RunID == id.RunID
+	return q.nodes[j].Witness(proc(id), q.clock.Now(), q.created, q.fresh, q.window())
 }
 
 // discount is the gate: node i's vote does not count while it is
@@ -254,29 +169,31 @@ func (q *quarantine) witness(j int, id node.Identity) bool {
 // its run_id. A quarantine found over is cleared and reported to onEnd.
 func (q *quarantine) discount(i int) error {
 	q.mu.Lock()
-	if r := q.ids[i].RunID; r != "" {
+	n := &q.nodes[i]
+	if r := n.Proc.RunID; r != "" {
 		for j := 0; j < i; j++ {
-			if q.ids[j].RunID == r {
+			if q.nodes[j].Proc.RunID == r {
 				q.mu.Unlock()
 				return &SameServerError{Addr: q.addrs[i], Other: q.addrs[j], RunID: r}
 			}
 		}
 	}
-	u, now, reason, bound := q.until[i], q.clock.Now(), q.reason[i], q.bound[i]
-	if q.pending[i] {
+	now := q.clock.Now()
+	if n.Pending {
+		u := n.Until
 		if u.Before(now) {
 			u = now
 		}
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason + "; the other nodes' TTL registers not read yet"}
+		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: n.Reason + "; the other nodes' TTL registers not read yet"}
 	}
-	if !u.IsZero() && now.Before(u) {
+	ok, ended := n.Counts(now)
+	if !ok {
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: reason, Bound: bound}
+		return &QuarantineError{Addr: q.addrs[i], Until: n.Until, Reason: n.Reason, Bound: n.Bound}
 	}
-	q.until[i] = time.Time{}
 	q.mu.Unlock()
-	if !u.IsZero() && q.onEnd != nil {
+	if ended && q.onEnd != nil {
 		q.onEnd(i)
 	}
 	return nil
@@ -290,11 +207,12 @@ func (q *quarantine) snapshot() observe.QuarantineStats {
 	s := q.stats
 	now := q.clock.Now()
 	s.Nodes = make([]observe.NodeWindow, len(q.addrs))
-	for i, u := range q.until {
-		if q.pending[i] || !u.IsZero() && now.Before(u) {
+	for i := range q.nodes {
+		n := &q.nodes[i]
+		if n.Open(now) {
 			s.Now++
 		}
-		s.Nodes[i] = observe.NodeWindow{Addr: q.addrs[i], Until: q.last[i], Bound: q.bound[i], Reason: q.reason[i], Pending: q.pending[i]}
+		s.Nodes[i] = observe.NodeWindow{Addr: q.addrs[i], Until: n.Last, Bound: n.Bound, Reason: n.Reason, Pending: n.Pending}
 	}
 	return s
 }
@@ -371,15 +289,15 @@ func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option
 // identities is what New adds for the quarantine: a dial hook per node
 // that counts its connections, and what was learned at which count.
 type identities struct {
-	gen     []atomic.Uint64 // dials per node (dialHook)
-	learned []atomic.Uint64 // gen+1 when the identity was last learned; 0 never
-	maxTTL  atomic.Int64    // longest TTL used: part of the fallback window
-	pub     []published     // what this Client published in each node's register (see publish)
-	alias   []atomic.Bool   // ErrSameServer logged once per node
-	stale   []func(string)  // per node: marks it stale (node.Bind's watcher: the guard found another process)
-	// warned once per failure run (cleared on success): INFO refused, the
-	// register not written
-	infoWarned, regWarned []atomic.Bool
+	gen     []atomic.Uint64                 // dials per node (dialHook)
+	learned []atomic.Uint64                 // gen+1 when the identity was last learned; 0 never
+	maxTTL  atomic.Int64                    // longest TTL used: part of the fallback window
+	alias   []atomic.Bool                   // ErrSameServer logged once per node
+	reading []atomic.Pointer[chan struct{}] // per node: closed when the identity read under way ends (learnAsync)
+	failed  []atomic.Pointer[error]         // per node: the last identity read's error; nil after a success
+	stale   []func(string)                  // per node: marks it stale (node.Bind's watcher: the guard found another process)
+	// warned once per failure run (cleared on success): INFO refused
+	infoWarned []atomic.Bool
 }
 
 // dialHook bumps a node's dial count: a new connection may reach a server
@@ -431,12 +349,9 @@ func (c *Client) identify(ctx context.Context, i int) error {
 	}
 	c.ids.infoWarned[i].Store(false)
 	v := c.q.learn(i, id, own)
-	if v.changed { // a new process: it has none of the entries published before
-		c.ids.pub[i].reset()
-	}
-	c.nodes[i].Bind(id.RunID, c.ids.stale[i])
-	if v.suspect {
-		c.resolveLater(i, v.epoch, id.RunID, v.kept, own)
+	c.nodes[i].Bind(node.Binding{RunID: id.RunID, Evicted: id.Evicted, Evicts: id.Evicts, Factor: c.o.driftFactor}, c.ids.stale[i])
+	if v.Suspect {
+		c.resolveLater(i, v.Epoch, id.RunID, v.Kept, own)
 	}
 	// Known for the connections dialed before INFO: one dialed during it
 	// (by INFO itself or by another call) may reach a server restarted
@@ -470,99 +385,163 @@ func (c *Client) warnNode(ctx context.Context, i int, once *atomic.Bool, msg str
 	lg.LogAttrs(ctx, slog.LevelWarn, msg, slog.String("client", c.id), slog.String("node", c.nodes[i].Addr()), slog.String("error", err.Error()))
 }
 
-// identifyNew notes ttl (see noteTTL), then identifies, in parallel
-// within the node deadline for ttl, every node never identified yet (first
-// contact) that has not timed out: before the round, so that two names of
-// one server are both known before either votes, and the later one's vote
-// is discounted (see quarantine.discount). It waits until enough nodes for
-// a quorum are known or answered, then for the others at most as long
-// again (network time, like the node deadlines): a slow or frozen node
-// does not hold up the first round. Its identification goes on in the background
-// (tracked, so Close waits for it); a node that times out there is suspect
-// (probed, see nodeHealth), and a node still unknown is identified before
-// its own command, on its own goroutine (identifyFirst).
+// identityBudget is how long one identity read may take. What decides
+// whether a node may vote is not read within a lock's node deadline: a
+// loaded machine answers INFO later than a SET, and a node already bound
+// keeps voting meanwhile through the guard in its grant script.
+func (c *Client) identityBudget() time.Duration { return max(c.o.nodeTimeout, time.Second) }
+
+// learnAsync identifies node i on a goroutine of its own (Close waits for
+// it) within identityBudget, unless a read of it is under way: the returned
+// channel is closed when that read ends. A node whose read timed out is
+// suspect (probed, see nodeHealth).
+func (c *Client) learnAsync(i int) <-chan struct{} {
+	if p := c.ids.reading[i].Load(); p != nil {
+		return *p
+	}
+	ch := make(chan struct{})
+	if !c.ids.reading[i].CompareAndSwap(nil, &ch) {
+		if p := c.ids.reading[i].Load(); p != nil {
+			return *p
+		}
+		close(ch)
+		return ch
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		ctx, cancel := context.WithTimeout(c.closing, c.identityBudget())
+		err := c.identify(ctx, i)
+		if ctx.Err() != nil && c.stale(i) {
+			c.health[i].suspect.Store(true)
+		}
+		if err != nil {
+			c.ids.failed[i].Store(&err)
+		} else {
+			c.ids.failed[i].Store(nil)
+		}
+		cancel()
+		c.ids.reading[i].Store(nil)
+		close(ch)
+	}()
+	return ch
+}
+
+// identifyNew notes ttl (see noteTTL), then identifies, in parallel, every
+// node never identified yet (first contact) that has not timed out: before
+// the round, so that two names of one server are both known before either
+// votes, and the later one's vote is discounted (see quarantine.discount).
+// It waits until enough nodes for a quorum are known or answered, then for
+// the others at most as long again (network time, like the node
+// deadlines): a slow or frozen node does not hold up the first round. Its
+// identification goes on in the background (learnAsync), and a node still
+// unknown is identified before its own command, on its own goroutine
+// (identifyFirst).
 func (c *Client) identifyNew(ctx context.Context, ttl time.Duration) {
 	if c.q == nil {
 		return
 	}
 	c.noteTTL(ttl)
-	var due uint64 // usually none, and then no context or timer is made
-	known, n := 0, 0
+	known := 0
+	var reads []<-chan struct{} // usually none, and then no timer is made
 	for i := range c.nodes {
 		switch {
 		case c.ids.learned[i].Load() != 0:
 			known++
 		case !c.health[i].suspect.Load():
-			due |= 1 << i
-			n++
+			reads = append(reads, c.learnAsync(i))
 		}
 	}
-	if n == 0 || known >= c.need {
+	if len(reads) == 0 || known >= c.need {
 		return
 	}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.callTimeout(ttl))
-	var left atomic.Int32
-	left.Store(int32(n))
-	finish := func() { // the last identification ends the context
-		if left.Add(-1) == 0 {
-			cancel()
-		}
-	}
-	done := make(chan struct{}, n) // buffered: stragglers never block
-	c.wg.Add(n)
-	for i := range c.nodes {
-		if due&(1<<i) != 0 {
-			go func(i int) {
-				defer c.wg.Done()
-				if _ = c.identify(ictx, i); ictx.Err() != nil && c.stale(i) {
-					c.health[i].suspect.Store(true)
-				}
-				finish()
-				done <- struct{}{}
-			}(i)
-		}
-	}
 	start := time.Now()
-	for ; n > 0 && known < c.need; n-- {
-		<-done
-		known++
-	}
-	if n == 0 {
+	if !c.awaitReads(ctx, reads, c.need-known, nil) {
 		return
 	}
 	// The rest get as long again as the quorum took: nodes as fast as
-	// those are identified before the round, each with a command deadline
-	// of its own after it; a frozen one is left to its own call.
+	// those are identified before the round; a frozen one is left to its
+	// own call.
 	t := time.NewTimer(max(time.Since(start), time.Millisecond))
 	defer t.Stop()
-	for ; n > 0; n-- {
-		select {
-		case <-done:
-		case <-t.C:
-			return
-		}
-	}
+	c.awaitReads(ctx, reads, len(reads), t.C)
 }
 
-// identifyFirst identifies node i, if its identity is stale (a redial, or
-// not learned by identifyNew), before an acquisition's command to it,
-// within that call's node deadline (ctx): on the node's own goroutine, so
-// that a stale node that does not answer (a frozen one, redialed after its
-// calls timed out) delays only its own vote, not the round. The command is
-// not sent, and the error says why, when ctx ended first or when what was
-// learned discounts the node (quarantined, or another name of a server
+// awaitReads waits until want of reads have ended (those already ended
+// count), or until ctx ends, Close begins or stop fires (false).
+func (c *Client) awaitReads(ctx context.Context, reads []<-chan struct{}, want int, stop <-chan time.Time) bool {
+	done := 0
+	for _, r := range reads {
+		select {
+		case <-r:
+			done++
+		default:
+		}
+	}
+	for _, r := range reads {
+		if done >= want {
+			return true
+		}
+		select {
+		case <-r:
+			done++ // counted twice at most for one already ended: want is a lower bound
+		case <-ctx.Done():
+			return false
+		case <-c.closing.Done():
+			return false
+		case <-stop:
+			return false
+		}
+	}
+	return done >= want
+}
+
+// identifyFirst makes sure node i may get an acquisition's command. A node
+// never identified is identified first (learnAsync), waited for at most
+// until ctx (that call's node deadline) ends: on the node's own goroutine,
+// so that a node that does not answer delays only its own vote, not the
+// round; its read goes on for the next round. A node identified before
+// whose identity went stale (a redial) gets the command at once: its
+// guarded grant script refuses on another process or evicted keys, and
+// its identity is read again in the background. The command is not sent,
+// and the error says why, when the identity is still unknown or when what
+// was learned discounts the node (quarantined, or another name of a server
 // already counted): the round's gate (Config.Counts) was read before.
 func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	if !c.stale(i) {
 		return nil
 	}
-	if err := c.identify(ctx, i); err != nil && c.stale(i) {
-		return gated(c.nodes[i].Addr(), "identity (INFO) not learned", "its identity (INFO) not read", err)
+	if err := c.known(ctx, i); err != nil {
+		return err
 	}
 	if err := c.discount(i); err != nil {
 		return gated(c.nodes[i].Addr(), "identity learned", "", err)
 	}
 	return nil
+}
+
+// known reads node i's identity again in the background (learnAsync) and
+// returns nil if it was judged before (its grants go guarded), else waits
+// for the read until ctx ends and says why the node cannot be asked yet.
+func (c *Client) known(ctx context.Context, i int) error {
+	r := c.learnAsync(i)
+	if c.ids.learned[i].Load() != 0 {
+		return nil
+	}
+	select {
+	case <-r:
+	case <-ctx.Done():
+	}
+	if c.ids.learned[i].Load() != 0 {
+		return nil
+	}
+	err := ctx.Err()
+	if p := c.ids.failed[i].Load(); p != nil {
+		err = *p // the last read's own failure says more than our deadline
+	} else if err == nil {
+		err = errors.New("not read")
+	}
+	return gated(c.nodes[i].Addr(), "identity (INFO) not learned", "its identity (INFO) not read yet", err)
 }
 
 // noteTTL makes ttl part of this Client's longest TTL: its share of the
@@ -590,31 +569,31 @@ type discountedYes struct{ err error }
 func (e *discountedYes) Error() string { return "redlock: yes not counted: " + e.err.Error() }
 func (e *discountedYes) Unwrap() error { return e.err }
 
-// checkYes runs after an acquisition command on node i that began at dial
-// count g. If the command redialed, or the node's identity is not known for
-// its latest connection, the node is identified now (within ctx). A yes
-// then counts only if the identity is known and the gate does not discount
-// the node now: another goroutine may have learned of a restart after the
-// round read the gate (Config.Counts) at its start. Otherwise the yes
-// becomes a discountedYes (not counted, undone). A refusal by the node's
-// process guard (node.ProcessError: it runs another process) carries what
-// the new identity means for the node (quarantined, an alias).
+// checkYes runs after an acquisition command on node i. A yes came from
+// the guarded grant script (node.Bind), so it ran on the process this
+// Client judged, with no key evicted since; it counts only if the gate
+// does not discount the node now: another goroutine may have learned of a
+// loss after the round read the gate (Config.Counts) at its start.
+// Otherwise the yes becomes a discountedYes (not counted, undone). A node
+// whose connection was redialed is identified again in the background. A
+// refusal by the guard (node.ProcessError: another process, or evicted
+// keys) carries what the new identity means for the node (quarantined, an
+// alias), read within ctx.
 func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err error) (bool, error) {
 	if c.q == nil {
 		return ok, err
 	}
 	if c.ids.gen[i].Load() != g || c.stale(i) {
-		// An identity learned now is of a server at least as new as the
-		// one that answered the command (the older one is gone if it
-		// restarted): discount checks it below. Only an identity that
-		// could not be read leaves the yes in doubt; a dial during INFO
-		// that leaves the node stale again does not.
-		if c.identify(ctx, i) != nil && ok && err == nil { // identity unreadable: it may be a restart
-			return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "reconnected, identity unknown"}}
+		r := c.learnAsync(i)
+		if node.IsProcessError(err) {
+			select { // what follows for the node, if it is read in time
+			case <-r:
+			case <-ctx.Done():
+			}
 		}
 	}
 	if err != nil {
-		if node.IsProcessError(err) { // identified above (the guard marked the node stale): say what follows
+		if node.IsProcessError(err) {
 			if derr := c.discount(i); derr != nil {
 				return false, fmt.Errorf("%w; %w", err, derr)
 			}
@@ -623,6 +602,9 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 	}
 	if !ok {
 		return ok, err
+	}
+	if c.ids.learned[i].Load() == 0 { // never judged: its command went unguarded
+		return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "identity unknown"}}
 	}
 	if derr := c.discount(i); derr != nil {
 		return false, &discountedYes{derr}
@@ -650,10 +632,10 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	c.ids.gen = make([]atomic.Uint64, len(clients))
 	c.ids.learned = make([]atomic.Uint64, len(clients))
 	c.ids.alias = make([]atomic.Bool, len(clients))
+	c.ids.reading = make([]atomic.Pointer[chan struct{}], len(clients))
+	c.ids.failed = make([]atomic.Pointer[error], len(clients))
 	c.ids.infoWarned = make([]atomic.Bool, len(clients))
-	c.ids.regWarned = make([]atomic.Bool, len(clients))
 	c.ids.stale = make([]func(string), len(clients))
-	c.ids.pub = make([]published, len(clients))
 	for i, cl := range clients {
 		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 		gen := &c.ids.gen[i]
@@ -688,20 +670,15 @@ func (g restartGate) before(ctx context.Context, i int, ttl time.Duration) (uint
 	if err := g.c.identifyFirst(ctx, i); err != nil {
 		return 0, err
 	}
-	if err := g.c.publish(ctx, i, ttl); err != nil {
-		return 0, err
-	}
 	return g.c.gen(i), nil
 }
 
 func (g restartGate) renew(ctx context.Context, i int, ttl time.Duration) error {
 	g.c.noteTTL(ttl)
-	if g.c.stale(i) {
-		if err := g.c.identify(ctx, i); err != nil && g.c.stale(i) {
-			return gated(g.c.nodes[i].Addr(), "identity (INFO) not learned", "its identity (INFO) not read", err)
-		}
+	if !g.c.stale(i) {
+		return nil
 	}
-	return g.c.publish(ctx, i, ttl)
+	return g.c.known(ctx, i)
 }
 
 func (g restartGate) after(ctx context.Context, i int, mark uint64, ok bool, err error) (bool, error) {
@@ -723,13 +700,8 @@ func (q *quarantine) floorNow() bool {
 	q.floor = true
 	fb, bound := q.fallback()
 	now := q.clock.Now()
-	for i := range q.until {
-		if q.pending[i] || q.bound[i] != observe.BoundRegister || q.base[i].IsZero() {
-			continue
-		}
-		if u := q.base[i].Add(fb); u.After(now) && u.After(q.until[i]) {
-			q.until[i], q.last[i], q.bound[i] = u, u, bound
-		}
+	for i := range q.nodes {
+		q.nodes[i].Lengthen(fb, bound, now)
 	}
 	return true
 }

@@ -55,9 +55,19 @@ func TestQuarantineArithmetic(t *testing.T) {
 		t.Errorf("durable node after a non-durable one: until %v, want %v", u, now.Add(window))
 	}
 	clk.Advance(window)
-	// Both processes seen durable: it lost nothing, not quarantined.
-	if u := learnNow(q, 0, node.Identity{RunID: "r3b", AOF: true, FsyncAlways: true}); !u.IsZero() {
-		t.Errorf("durable node after a durable one quarantined until %v", u)
+	// Both processes configured durable, but nothing shows the new one
+	// loaded the old one's file (a replacement with an empty disk):
+	// quarantined.
+	now = clk.Now()
+	if u := learnNow(q, 0, node.Identity{RunID: "r3b", AOF: true, FsyncAlways: true}); !u.Equal(now.Add(window)) {
+		t.Errorf("durable node without the old one's stamp: until %v, want %v", u, now.Add(window))
+	}
+	clk.Advance(window)
+	_ = q.discount(0)
+	// Both durable, and its data carries the old process's stamp: it lost
+	// nothing, not quarantined.
+	if v := q.learn(0, node.Identity{RunID: "r3c", AOF: true, FsyncAlways: true}, node.Register{AOFRun: "r3b"}); v.Suspect {
+		t.Errorf("durable node that loaded the old one's file quarantined until %v", v.Until)
 	}
 	// A new run_id up for longer than the window is another server at the
 	// address (fail-over): it never saw our writes, one full window out.
@@ -80,10 +90,10 @@ func TestQuarantineArithmetic(t *testing.T) {
 // quarantine's end (zero if none).
 func learnNow(q *quarantine, i int, id node.Identity) time.Time {
 	v := q.learn(i, id, node.Register{})
-	if v.suspect {
-		q.resolve(i, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
+	if v.Suspect {
+		q.resolve(i, v.Epoch, false, time.Time{}, 0, observe.BoundRegister)
 	}
-	return v.until
+	return v.Until
 }
 
 // A node first met that started after the Client was created is a process
@@ -119,7 +129,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	clk.Advance(time.Minute)
 	v := q.learn(0, node.Identity{RunID: "r2", Uptime: 2 * time.Second}, node.Register{}) // started 1-3 s ago
-	if !v.suspect || !v.until.Equal(clk.Now().Add(2*time.Second)) {
+	if !v.Suspect || !v.Until.Equal(clk.Now().Add(2*time.Second)) {
 		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
 	clk.Advance(time.Second)
@@ -127,7 +137,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
 	want := clk.Now().Add(18 * time.Second)
-	if u, _, _ := q.resolve(0, v.epoch, false, time.Time{}, 20*time.Second, observe.BoundRegister); !u.Equal(want) {
+	if u, _, _ := q.resolve(0, v.Epoch, false, time.Time{}, 20*time.Second, observe.BoundRegister); !u.Equal(want) {
 		t.Fatalf("another client's 20 s TTL: until %v, want %v", u, want)
 	}
 	clk.Advance(18*time.Second - time.Nanosecond)
@@ -196,50 +206,6 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	}
 }
 
-// The rule: a window from the registers needs n - n/2 distinct witnesses
-// (3 of 5: every quorum of 3 includes one of them); each entry counts
-// until the node's start plus its TTL, capped by its own expiry.
-func TestProveWindow(t *testing.T) {
-	base := time.Unix(1000, 0)
-	at := base.Add(100 * time.Millisecond)
-	w := func(run string, es ...node.Entry) witnessRead {
-		return witnessRead{ok: true, runID: run, reg: node.Register{Entries: es}, at: at}
-	}
-	short := node.Entry{TTL: 400 * time.Millisecond, Left: time.Second}
-	reads := []witnessRead{{}, w("b", short), w("c"), w("d"), {}}
-	until, ok := proveWindow(base, "a", 5, reads, 0.01, false)
-	if want := base.Add(400*time.Millisecond + DriftBudget(400*time.Millisecond, 0.01)); !ok || !until.Equal(want) {
-		t.Fatalf("3 witnesses of 5: %v %v, want %v proven", until, ok, want)
-	}
-	// Two witnesses, or three of which two are one server: not shown.
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b", short), w("c"), {}, {}}, 0.01, false); ok {
-		t.Error("2 witnesses of 5: proven")
-	}
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("b"), w("b"), w("c"), {}}, 0.01, false); ok {
-		t.Error("an alias counted as a second witness")
-	}
-	if _, ok := proveWindow(base, "a", 5, []witnessRead{{}, w("a"), w("b"), w("c"), {}}, 0.01, false); ok {
-		t.Error("the restarted node's alias counted as a witness")
-	}
-	// A long entry about to expire caps at its expiry, not base + TTL.
-	long := node.Entry{TTL: 23 * time.Hour, Left: 2 * time.Second}
-	until, ok = proveWindow(base, "a", 5, []witnessRead{{}, w("b", short, long), w("c"), w("d"), {}}, 0.01, false)
-	if want := at.Add(2*time.Second + DriftBudget(2*time.Second, 0.01)); !ok || !until.Equal(want) {
-		t.Fatalf("23h entry with 2 s left: %v %v, want %v", until, ok, want)
-	}
-	// The legacy register never expires: base + its TTL.
-	legacy := w("c")
-	legacy.reg.Legacy = time.Minute
-	until, _ = proveWindow(base, "a", 5, []witnessRead{{}, w("b"), legacy, w("d"), {}}, 0.01, false)
-	if want := base.Add(time.Minute + DriftBudget(time.Minute, 0.01)); !until.Equal(want) {
-		t.Fatalf("legacy register: %v, want %v", until, want)
-	}
-	// Even n: 4 nodes need 2 witnesses (quorum 3).
-	if _, ok := proveWindow(base, "a", 4, []witnessRead{{}, w("b"), w("c"), {}}, 0.01, false); !ok {
-		t.Error("2 witnesses of 4: not proven")
-	}
-}
-
 // A witness is a node whose process this Client knows and does not
 // suspect: not a node under quarantine, nor a new run_id, nor one first
 // met that started after the Client.
@@ -265,7 +231,7 @@ func TestQuarantineWitness(t *testing.T) {
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("pending node is a witness")
 	}
-	q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
+	q.resolve(0, v.Epoch, false, time.Time{}, 0, observe.BoundRegister)
 	if q.witness(0, node.Identity{RunID: "r2", Uptime: time.Second}) {
 		t.Error("quarantined node is a witness")
 	}
@@ -286,7 +252,7 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	learnNow(q, 0, node.Identity{RunID: "r1", Uptime: time.Hour})
 	v := q.learn(0, node.Identity{RunID: "r2"}, node.Register{})
 	now := clk.Now()
-	u, bound, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister)
+	u, bound, ok := q.resolve(0, v.Epoch, false, time.Time{}, 0, observe.BoundRegister)
 	if !ok || bound != observe.BoundSetting || !u.Equal(now.Add(45*time.Second)) {
 		t.Fatalf("fallback: %v %q %v", u, bound, ok)
 	}
@@ -295,18 +261,18 @@ func TestQuarantineResolveBounds(t *testing.T) {
 		t.Fatalf("discount: %v", err)
 	}
 	clk.Advance(time.Second)
-	u, bound, ok = q.resolve(0, v.epoch, true, now.Add(400*time.Millisecond), 0, observe.BoundRegister)
+	u, bound, ok = q.resolve(0, v.Epoch, true, now.Add(400*time.Millisecond), 0, observe.BoundRegister)
 	if !ok || bound != observe.BoundRegister || !u.Equal(clk.Now()) {
 		t.Fatalf("proof after the fallback: %v %q %v", u, bound, ok)
 	}
 	if err := q.discount(0); err != nil {
 		t.Fatalf("proven window over, discount: %v", err)
 	}
-	if _, _, ok := q.resolve(0, v.epoch, false, time.Time{}, 0, observe.BoundRegister); ok {
+	if _, _, ok := q.resolve(0, v.Epoch, false, time.Time{}, 0, observe.BoundRegister); ok {
 		t.Fatal("a fallback replaced a proof")
 	}
 	v2 := q.learn(0, node.Identity{RunID: "r3"}, node.Register{})
-	if _, _, ok := q.resolve(0, v.epoch, true, clk.Now(), 0, observe.BoundRegister); ok {
+	if _, _, ok := q.resolve(0, v.Epoch, true, clk.Now(), 0, observe.BoundRegister); ok {
 		t.Fatal("an older epoch's proof was taken")
 	}
 	s := q.snapshot()
@@ -314,18 +280,18 @@ func TestQuarantineResolveBounds(t *testing.T) {
 		t.Fatalf("stats: %+v", s)
 	}
 	q.floor = true
-	if u, bound, _ := q.resolve(0, v2.epoch, true, clk.Now(), 0, observe.BoundRegister); bound != observe.BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
+	if u, bound, _ := q.resolve(0, v2.Epoch, true, clk.Now(), 0, observe.BoundRegister); bound != observe.BoundSetting || !u.Equal(clk.Now().Add(45*time.Second)) {
 		t.Fatalf("floor mode: %v %q, want the setting", u, bound)
 	}
 	// This Client's own TTL longer than the setting labels the fallback.
 	q.window = func() time.Duration { return time.Minute }
 	v3 := q.learn(0, node.Identity{RunID: "r4"}, node.Register{})
-	if _, bound, _ := q.resolve(0, v3.epoch, false, time.Time{}, 0, observe.BoundRegister); bound != observe.BoundOwnTTL {
+	if _, bound, _ := q.resolve(0, v3.Epoch, false, time.Time{}, 0, observe.BoundRegister); bound != observe.BoundOwnTTL {
 		t.Fatalf("own TTL fallback labelled %q", bound)
 	}
 }
 
-func TestTTLBucketAndHold(t *testing.T) {
+func TestTTLBucket(t *testing.T) {
 	for in, want := range map[time.Duration]time.Duration{
 		400 * time.Millisecond: 400 * time.Millisecond, 437 * time.Millisecond: 437 * time.Millisecond, 12345 * time.Millisecond: 12400 * time.Millisecond,
 		1500 * time.Microsecond: 2 * time.Millisecond, 23 * time.Hour: 23 * time.Hour, 99 * time.Millisecond: 99 * time.Millisecond,
@@ -334,54 +300,6 @@ func TestTTLBucketAndHold(t *testing.T) {
 		if got := node.TTLBucket(in); got != want {
 			t.Errorf("TTLBucket(%v) = %v, want %v", in, got, want)
 		}
-	}
-	for _, b := range []time.Duration{time.Millisecond, 400 * time.Millisecond, time.Minute, 23 * time.Hour} {
-		h := holdFor(b, 0.01)
-		if lives := h - DriftBudget(h, 0.01); lives < b+min(b, publishSlack)+time.Second {
-			t.Errorf("hold %v for %v lives %v on the Client's clock", h, b, lives)
-		}
-	}
-}
-
-// A node that kept its votes lost none of the durable ones: only the
-// entries of Clients without durable votes set its window. Without the
-// witnesses, allDurable stands in only when no register read shows such
-// an entry (or the legacy register).
-func TestKeptVotesWindow(t *testing.T) {
-	base := time.Unix(1000, 0)
-	at := base.Add(100 * time.Millisecond)
-	w := func(run string, es ...node.Entry) witnessRead {
-		return witnessRead{read: true, ok: true, runID: run, reg: node.Register{Entries: es}, at: at}
-	}
-	durable := node.Entry{TTL: time.Hour, Left: time.Hour, Durable: true}
-	plain := node.Entry{TTL: 400 * time.Millisecond, Left: time.Second}
-	reads := []witnessRead{{}, w("b", durable), w("c", durable, plain), w("d"), {}}
-	if until, ok := proveWindow(base, "a", 5, reads, 0.01, false); !ok || until.Before(base.Add(time.Hour)) {
-		t.Fatalf("not kept: %v %v, want the durable entry's hour", until, ok)
-	}
-	until, ok := proveWindow(base, "a", 5, reads, 0.01, true)
-	if want := base.Add(400*time.Millisecond + DriftBudget(400*time.Millisecond, 0.01)); !ok || !until.Equal(want) {
-		t.Fatalf("kept: %v %v, want %v (the plain entry only)", until, ok, want)
-	}
-	if allDurable(node.Register{}, reads) {
-		t.Error("allDurable with a plain entry on a witness")
-	}
-	reads[2] = w("c", durable)
-	if !allDurable(node.Register{Entries: []node.Entry{durable}}, reads) {
-		t.Error("allDurable false with durable entries only")
-	}
-	if allDurable(node.Register{Entries: []node.Entry{plain}}, reads) {
-		t.Error("allDurable with a plain entry in the node's own register")
-	}
-	notWitness := w("e", plain)
-	notWitness.ok = false // read, but cannot vouch: its plain entry still counts against
-	if allDurable(node.Register{}, append(reads, notWitness)) {
-		t.Error("allDurable ignored a plain entry of a node that is not a witness")
-	}
-	legacy := w("f")
-	legacy.reg.Legacy = time.Minute
-	if allDurable(node.Register{}, append(reads, legacy)) {
-		t.Error("allDurable with the legacy register")
 	}
 }
 
@@ -404,8 +322,11 @@ func TestLearnKept(t *testing.T) {
 		{node.Identity{RunID: "r7", AOF: true, Promoted: true}, node.Register{AOFRun: "r6"}, false},    // a promoted replica: the stamp came by replication
 		{node.Identity{RunID: "r8", AOF: true, Uptime: time.Hour}, node.Register{AOFRun: "r7"}, false}, // up longer than the window: another server, not a restart
 	} {
-		if v := q.learn(0, c.id, c.reg); v.kept != c.kept || !v.suspect {
-			t.Errorf("%s with register %+v: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.reg, v.kept, v.suspect, c.kept)
+		v := q.learn(0, c.id, c.reg)
+		if v.Kept != c.kept || !v.Suspect {
+			t.Errorf("%s with register %+v: kept %v suspect %v, want kept %v, suspect", c.id.RunID, c.reg, v.Kept, v.Suspect, c.kept)
 		}
+		q.resolve(0, v.Epoch, true, clk.Now(), 0, observe.BoundRegister) // its window over: the next case is a restart of a trusted node
+		clk.Advance(time.Millisecond)
 	}
 }

@@ -108,7 +108,7 @@ func lockKeys(ctx context.Context, n *harness.Node) ([]string, error) {
 	all, err := cl.Keys(ctx, "*").Result()
 	keys := all[:0]
 	for _, k := range all {
-		if k != node.TTLRegisterKey && k != node.MaxTTLKey {
+		if k != node.TTLRegisterKey && k != node.MaxTTLKey && k != node.AOFStampKey {
 			keys = append(keys, k)
 		}
 	}

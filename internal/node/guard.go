@@ -3,20 +3,26 @@ package node
 import (
 	_ "embed"
 	"errors"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// The process guard. A node's votes are bound to one server process (Bind,
-// the run_id this Client learned and judged). Every command that may grant
-// or lengthen a lock then goes as its script's guarded form: the script
-// first reads the node's run_id (INFO server) and, on any other process,
-// refuses before it writes, naming the process it found (*ProcessError).
-// So a restart, a proxy that reconnected upstream under a kept connection,
-// or a promoted replica is seen by the very reply that would have voted,
-// not by a connection event.
+// The process guard. A node's votes are bound to one server process and
+// its eviction count (Bind: what this Client learned and judged). Every
+// command that may grant or lengthen a lock then goes as its script's
+// guarded form (guard.lua): the script first reads the node's run_id
+// (INFO server) and, on any other process, or on keys evicted since,
+// refuses before it writes, naming what it found (*ProcessError). So a
+// restart, a proxy that reconnected upstream under a kept connection, a
+// promoted replica or an eviction is seen by the very reply that would
+// have voted, not by a connection event. The same script makes sure the
+// node's TTL register carries the lock's TTL in an entry that outlives it
+// (see TTLRegisterKey) before it grants: an entry that was evicted or
+// flushed is written again by the grant that needs it.
 
 //go:embed guard.lua
 var guardTail string
@@ -37,14 +43,20 @@ func guardScript(src string) *guardedScript {
 }
 
 // ProcessError is a grant refused by the node's process guard: the node
-// runs a server process other than the one its votes are bound to (see
-// Bind). Nothing was written. It unwraps to the node's error reply.
+// runs a server process other than the one its votes are bound to, or
+// evicted keys since they were bound (see Bind). Nothing was written. It
+// unwraps to the node's error reply.
 type ProcessError struct {
-	Want, Got string // run_ids: the bound process, the one that answered
+	Want, Got string // run_ids (evicted_keys counts if Evicted): the bound process, the one that answered
+	Evicted   bool   // the node evicted keys since it was bound
 	Err       error
 }
 
 func (e *ProcessError) Error() string {
+	if e.Evicted {
+		return "redlock: node evicted keys (evicted_keys " + e.Got + ", votes bound at " + e.Want +
+			"): it may have lost locks, not counted until that is judged"
+	}
 	return "redlock: node runs another server process (run_id " + e.Got + ", votes bound to " + e.Want +
 		"): it may have lost locks, not counted until its identity is judged"
 }
@@ -57,42 +69,85 @@ func IsProcessError(err error) bool {
 	return errors.As(err, &pe)
 }
 
-const procPrefix = "REDLOCKPROC "
+const (
+	procPrefix  = "REDLOCKPROC "
+	evictPrefix = "REDLOCKEVICT "
+)
 
 // process turns the guard's refusal into a *ProcessError (and tells the
 // node's watcher, see Bind); other errors are returned as they are.
 func (n *Node) process(want string, err error) error {
-	if err == nil || !strings.HasPrefix(err.Error(), procPrefix) { // an error reply is its own text
+	if err == nil {
+		return err
+	}
+	msg := err.Error() // an error reply is its own text
+	if want != "" && strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "keys") {
+		return &RegisterACLError{Err: err}
+	}
+	evicted := strings.HasPrefix(msg, evictPrefix)
+	if !evicted && !strings.HasPrefix(msg, procPrefix) {
 		return err
 	}
 	var re redis.Error
 	if !errors.As(err, &re) {
 		return err
 	}
-	pe := &ProcessError{Want: want, Got: strings.TrimPrefix(re.Error(), procPrefix), Err: err}
+	pe := &ProcessError{Want: want, Got: strings.TrimPrefix(strings.TrimPrefix(msg, procPrefix), evictPrefix), Evicted: evicted, Err: err}
+	if p := n.expect.Load(); evicted && p != nil {
+		pe.Want = p.evicted.(string)
+	}
 	if f := n.changed.Load(); f != nil {
 		(*f)(pe.Got)
 	}
 	return pe
 }
 
-// Bind binds n's votes to the server process runID: from now on every
-// command that may grant or lengthen a lock runs only on that process (see
-// ProcessError). "" unbinds. changed, if not nil, is called (on the
-// caller's goroutine) with the run_id of each process the guard found
-// instead. Safe for concurrent use.
-func (n *Node) Bind(runID string, changed func(got string)) {
-	n.expect.Store(&boundProcess{runID, runID})
+// RegisterACLError is a guarded grant refused by an ACL without the keys
+// of the TTL register: the grant script writes them too. It unwraps to
+// the node's NOPERM.
+type RegisterACLError struct{ Err error }
+
+func (e *RegisterACLError) Error() string {
+	return e.Err.Error() + " (a grant also writes the TTL register " + TTLRegisterKey + " and " + AOFStampKey +
+		": the ACL needs ~" + TTLRegisterKey + " ~" + AOFStampKey + ", see docs/deployment.md)"
+}
+
+func (e *RegisterACLError) Unwrap() error { return e.Err }
+
+// Binding is what a node's votes are bound to.
+type Binding struct {
+	RunID   string  // the server process; "" unbinds
+	Evicted int64   // its evicted_keys when it was judged
+	Evicts  bool    // it may evict keys: the count is checked on every grant, not only when the register is raised
+	Factor  float64 // the drift factor: register entries outlive their locks on the Client's clock
+}
+
+// Bind binds n's votes to b: from now on every command that may grant or
+// lengthen a lock runs only on that process, and only while it has
+// evicted no key since (see ProcessError). changed, if not nil, is called
+// (on the caller's goroutine) with what the guard found instead. Safe for
+// concurrent use.
+func (n *Node) Bind(b Binding, changed func(got string)) {
+	check := ""
+	if b.Evicts {
+		check = "e"
+	}
+	f := b.Factor
+	if f <= 0 || f >= 0.5 {
+		f = 0.5
+	}
+	n.expect.Store(&boundProcess{id: b.RunID, arg: b.RunID, evicted: strconv.FormatInt(b.Evicted, 10), check: check, factor: f})
 	if changed != nil {
 		n.changed.Store(&changed)
 	}
 }
 
-// boundProcess is the run_id n's votes are bound to, also boxed once (an
-// argument of every guarded command).
+// boundProcess is a Binding, its arguments boxed once (every guarded
+// command carries them).
 type boundProcess struct {
-	id  string
-	arg interface{}
+	id                  string
+	arg, evicted, check interface{}
+	factor              float64
 }
 
 // bound returns the run_id n's votes are bound to, "" if none, and its
@@ -104,25 +159,52 @@ func (n *Node) bound() (string, interface{}) {
 	return "", nil
 }
 
+// registerSlack is how much longer than its TTL a register entry lives (at
+// most; TTLs under it get their own length): one raise per TTL covers the
+// locks of about that long, not one per lock.
+const registerSlack = 10 * time.Second
+
+// guardArgs returns the guard's arguments for a command granting ttl: the
+// binding's, then the register entry (field, how long it must still live,
+// how long a raise makes it live, in ms on the node's clock). The entry
+// must outlive, on the Client's clock, every lock the command may grant
+// or lengthen, by a second.
+func (p *boundProcess) guardArgs(ttl time.Duration, durable bool) []interface{} {
+	b := TTLBucket(ttl)
+	field := strconv.FormatInt(b.Milliseconds(), 10)
+	if durable {
+		field = "d" + field
+	}
+	need := time.Duration(float64(b+time.Second)/(1-p.factor)) + time.Millisecond
+	hold := time.Duration(float64(b+min(b, registerSlack)+time.Second)/(1-p.factor)) + time.Millisecond
+	return []interface{}{p.arg, p.evicted, p.check, field, need.Milliseconds(), hold.Milliseconds()}
+}
+
 // wire returns the arguments and source c goes out as on n: c's own, or,
-// while n is bound and c may grant, its guarded form with the run_id
-// inserted as the script's first argument (a SET NX goes as the guarded
-// Lock script). want is the run_id it is bound to ("" unguarded).
+// while n is bound and c may grant, its guarded form: the register and its
+// stamp after c's keys, the guard's arguments before c's own (a SET NX
+// goes as the guarded Lock script). want is the run_id it is bound to (""
+// unguarded).
 func (n *Node) wire(c *Cmd) (args []interface{}, src, want string) {
-	want, arg := n.bound()
-	if want == "" || c.g == nil {
+	p := n.expect.Load()
+	if p == nil || p.id == "" || c.g == nil {
 		return c.args, c.src, ""
 	}
+	g := p.guardArgs(c.ttl, n.aof)
 	if c.src == "" { // SET key value PX ms NX
-		return []interface{}{"evalsha", c.g.hash, 1, c.args[1], arg, c.args[2], c.args[4]}, c.g.src, want
+		args = make([]interface{}, 0, 8+len(g))
+		args = append(args, "evalsha", c.g.hash, 3, c.args[1], TTLRegisterKey, AOFStampKey)
+		args = append(args, g...)
+		return append(args, c.args[2], c.args[4]), c.g.src, p.id
 	}
 	nk := c.args[2].(int)
-	args = make([]interface{}, 0, len(c.args)+1)
-	args = append(args, "evalsha", c.g.hash)
-	args = append(args, c.args[2:3+nk]...)
-	args = append(args, arg)
+	args = make([]interface{}, 0, len(c.args)+2+len(g))
+	args = append(args, "evalsha", c.g.hash, nk+2)
+	args = append(args, c.args[3:3+nk]...)
+	args = append(args, TTLRegisterKey, AOFStampKey)
+	args = append(args, g...)
 	args = append(args, c.args[3+nk:]...)
-	return args, c.g.src, want
+	return args, c.g.src, p.id
 }
 
 // atomicFn holds the node's process watcher.

@@ -1,16 +1,71 @@
--- The process guard, run after the command's own script is defined as
--- body (see guard.go): ARGV[1] is the run_id of the server process this
--- Client's votes on the node are bound to. A node that runs another
--- process (it restarted, a proxy reconnected to it, a replica was
--- promoted) may have lost locks that are still held: it refuses before
--- writing anything, and names its own process. The command's own
--- arguments follow ARGV[1].
+-- The guard, run after the command's own script is defined as body (see
+-- guard.go). It checks what this Client's votes on the node depend on, in
+-- the same script as the grant:
+-- - ARGV[1], the run_id of the server process the votes are bound to: a
+--   node that runs another process (it restarted, a proxy reconnected to
+--   it, a replica was promoted) may have lost locks that are still held;
+-- - ARGV[2], the node's evicted_keys when it was bound: a node that
+--   evicted keys since may have lost locks. Checked on every grant where
+--   ARGV[3] is "e" (the node may evict), else when the register is raised;
+-- - the TTL register entry ARGV[4] (a TTL bucket) must outlive the lock by
+--   ARGV[5] ms from now, or it is raised to ARGV[6] ms from now first: an
+--   entry is only trusted where it is, not where it was once written.
+-- A refusal writes nothing and names what it found. KEYS ends with the
+-- register and its stamp (see max_ttl.lua); the command's own keys and
+-- arguments (ARGV from 7) come before them.
 local info = redis.call('INFO', 'server')
 if not string.find(info, 'run_id:' .. ARGV[1], 1, true) then
   return redis.error_reply('REDLOCKPROC ' .. (string.match(info, 'run_id:(%x+)') or 'unknown'))
 end
-local argv = {}
-for i = 2, #ARGV do
-  argv[i - 1] = ARGV[i]
+local function evicted()
+  local n = string.match(redis.call('INFO', 'stats'), 'evicted_keys:(%d+)')
+  if n ~= ARGV[2] then
+    return redis.error_reply('REDLOCKEVICT ' .. (n or 'unknown'))
+  end
 end
-return body(KEYS, argv)
+if ARGV[3] == 'e' then
+  local e = evicted()
+  if e then return e end
+end
+local nk = #KEYS
+local reg, stamp = KEYS[nk - 1], KEYS[nk]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cur = tonumber(redis.call('HGET', reg, ARGV[4]) or '0') or 0
+if cur < now + tonumber(ARGV[5]) then
+  if ARGV[3] ~= 'e' then
+    local e = evicted()
+    if e then return e end
+  end
+  local last = now + tonumber(ARGV[6])
+  redis.call('HSET', reg, ARGV[4], string.format('%.0f', last))
+  local all = redis.call('HGETALL', reg)
+  for i = 1, #all, 2 do
+    local e = tonumber(all[i + 1]) or 0
+    if e <= now then
+      redis.call('HDEL', reg, all[i])
+    elseif e > last then
+      last = e
+    end
+  end
+  redis.call('PEXPIREAT', reg, string.format('%.0f', last))
+  local run = string.match(info, 'run_id:(%x+)')
+  local was = redis.call('HGET', stamp, 'aof')
+  if run and was ~= run then
+    if was then
+      redis.call('HSET', stamp, 'prev', was)
+    else
+      redis.call('HDEL', stamp, 'prev')
+    end
+    redis.call('HSET', stamp, 'aof', run)
+  end
+end
+local keys = {}
+for i = 1, nk - 2 do
+  keys[i] = KEYS[i]
+end
+local argv = {}
+for i = 7, #ARGV do
+  argv[i - 6] = ARGV[i]
+end
+return body(keys, argv)

@@ -27,6 +27,14 @@ type Identity struct {
 	// stamp it carries proves nothing about votes confirmed on the old
 	// primary's disk.
 	Promoted bool
+	// Replicated: the process fed a replica within its backlog's life
+	// (repl_backlog_active) or has one now: a copy of its data, stamps
+	// included, may live on elsewhere and be promoted.
+	Replicated bool
+	Evicted    int64 // evicted_keys
+	// Evicts: maxmemory is set with a policy that can evict a key with a
+	// TTL (every policy but noeviction); also when CONFIG GET is refused.
+	Evicts bool
 }
 
 // Durable reports whether the node keeps every acknowledged write across a
@@ -37,10 +45,11 @@ func (id Identity) Durable() bool { return id.AOF && id.FsyncAlways }
 var ErrNoRunID = errors.New("redlock/node: INFO has no run_id")
 
 // Identify asks the node for its identity in one round trip: INFO server
-// persistence replication (several sections need Redis 7.0) and CONFIG GET
-// appendfsync, pipelined, bounded by ctx's deadline. INFO does not report
-// appendfsync; where CONFIG is disabled (renamed away) FsyncAlways stays
-// false, which errs on the side of quarantine. It returns INFO's error, or
+// persistence replication stats (several sections need Redis 7.0) and
+// CONFIG GET appendfsync maxmemory maxmemory-policy, pipelined, bounded by
+// ctx's deadline. INFO does not report appendfsync; where CONFIG is
+// disabled (renamed away) FsyncAlways stays false and Evicts true, which
+// err on the side of quarantine. It returns INFO's error, or
 // ParseInfo's. Like Do, it returns by ctx's deadline also on a client that
 // ignores ctx deadlines (the call then ends in the background, counted by
 // the node's Tracker).
@@ -87,11 +96,11 @@ func (e *RegisterError) Unwrap() error { return e.Err }
 
 func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) {
 	var info *redis.StringCmd
-	var fsync *redis.MapStringStringCmd
+	var fsync *redis.Cmd
 	var reg registerRead
 	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		info = p.Info(ctx, "server", "persistence", "replication")
-		fsync = p.ConfigGet(ctx, "appendfsync")
+		info = p.Info(ctx, "server", "persistence", "replication", "stats")
+		fsync = p.Do(ctx, "config", "get", "appendfsync", "maxmemory", "maxmemory-policy")
 		reg = queueRegister(ctx, p)
 		return nil
 	})
@@ -106,11 +115,34 @@ func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) 
 	if err != nil {
 		return Identity{}, Register{}, nil, err
 	}
-	if m, err := fsync.Result(); err == nil {
-		id.FsyncAlways = m["appendfsync"] == "always"
-	}
+	id.FsyncAlways, id.Evicts = configFacts(fsync)
 	r, rerr := reg.result()
 	return id, r, rerr, nil
+}
+
+// configFacts reads CONFIG GET appendfsync maxmemory maxmemory-policy (a
+// flat list in RESP2, a map in RESP3): whether every write is fsynced
+// before its reply, and whether the node may evict a key with a TTL. A
+// refused CONFIG says neither.
+func configFacts(c *redis.Cmd) (fsyncAlways, evicts bool) {
+	m := map[string]string{}
+	switch v := c.Val().(type) {
+	case []interface{}:
+		for i := 0; i+1 < len(v); i += 2 {
+			k, _ := v[i].(string)
+			m[k], _ = v[i+1].(string)
+		}
+	case map[interface{}]interface{}:
+		for k, x := range v {
+			ks, _ := k.(string)
+			m[ks], _ = x.(string)
+		}
+	}
+	if len(m) == 0 { // refused (an error reply carries no value; a copied one leaves it)
+		return false, true
+	}
+	policy, ok := m["maxmemory-policy"]
+	return m["appendfsync"] == "always", !ok || m["maxmemory"] != "0" && policy != "noeviction"
 }
 
 // ParseInfo reads an Identity from INFO text (lines "field:value", CRLF
@@ -121,7 +153,15 @@ func ParseInfo(s string) (Identity, error) {
 	f := InfoFields(s)
 	id := Identity{RunID: f["run_id"], Role: f["role"], AOF: f["aof_enabled"] == "1",
 		FsyncAlways: f["appendfsync"] == "always", Version: f["redis_version"],
-		Promoted: f["second_repl_offset"] != "" && f["second_repl_offset"] != "-1"}
+		Promoted:   f["second_repl_offset"] != "" && f["second_repl_offset"] != "-1",
+		Replicated: f["repl_backlog_active"] == "1" || f["connected_slaves"] != "" && f["connected_slaves"] != "0"}
+	if v, ok := f["evicted_keys"]; ok {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return Identity{}, fmt.Errorf("redlock/node: INFO evicted_keys %q: %w", v, err)
+		}
+		id.Evicted = n
+	}
 	if v, ok := f["uptime_in_seconds"]; ok {
 		sec, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {

@@ -152,19 +152,29 @@ func (n *Node) chunks(ctx context.Context, rs []Renewal, want, sha string) []chu
 // manyCmd builds the script call for the locks rs[j], j in idx; want, if
 // not "", is the run_id of the guarded form's first argument.
 func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, want, verb, script string) *redis.Cmd {
-	nk := 0
+	nk, ttl := 0, time.Duration(0)
 	for _, j := range idx {
 		nk += len(rs[j].Keys)
+		ttl = max(ttl, rs[j].TTL)
 	}
-	args := make([]interface{}, 0, 4+nk+3*len(idx))
-	args = append(args, verb, script, nk)
+	var g []interface{}
+	if p := n.expect.Load(); want != "" && p != nil {
+		g = p.guardArgs(ttl, n.aof) // one register entry, the longest TTL's, covers the batch
+	}
+	args := make([]interface{}, 0, 6+nk+len(g)+3*len(idx))
+	if g != nil {
+		args = append(args, verb, script, nk+2)
+	} else {
+		args = append(args, verb, script, nk)
+	}
 	for _, j := range idx {
 		for _, k := range rs[j].Keys {
 			args = append(args, k)
 		}
 	}
-	if want != "" {
-		args = append(args, want)
+	if g != nil {
+		args = append(args, TTLRegisterKey, AOFStampKey)
+		args = append(args, g...)
 	}
 	for _, j := range idx {
 		args = append(args, len(rs[j].Keys), rs[j].Owner, rs[j].TTL.Milliseconds())

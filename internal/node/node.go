@@ -139,6 +139,7 @@ type Cmd struct {
 	late   bool           // sent even after its caller left (releases: see Node.Coalesce)
 	grants bool           // may grant or lengthen a lock: confirmed on disk on a Durable node
 	g      *guardedScript // its guarded form, sent while the node is bound (see Bind); nil: never guarded
+	ttl    time.Duration  // the TTL it may grant, which the guard makes sure the node's register covers
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -154,12 +155,13 @@ func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...i
 // Lock sets keys to value with ttl if each is free or already holds value
 // (then only its TTL is reset), all or nothing.
 func Lock(keys []string, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded)
+	return guarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded, ttl)
 }
 
-// guarded gives c the guarded form g, sent while the node is bound.
-func guarded(c *Cmd, g *guardedScript) *Cmd {
-	c.g = g
+// guarded gives c, which may grant ttl, the guarded form g, sent while the
+// node is bound.
+func guarded(c *Cmd, g *guardedScript, ttl time.Duration) *Cmd {
+	c.g, c.ttl = g, ttl
 	return c
 }
 
@@ -171,7 +173,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
 	}
-	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, want: 1, grants: true, g: lockGuarded}
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, want: 1, grants: true, g: lockGuarded, ttl: ttl}
 }
 
 // LockFenced is Lock that also raises this node's fence registers of keys
@@ -183,7 +185,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 func LockFenced(keys, fences []string, value string, ttl, keep time.Duration) *Cmd {
 	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds(), keep.Milliseconds())
 	c.valued = true
-	return guarded(c, fencedGuarded)
+	return guarded(c, fencedGuarded, ttl)
 }
 
 // RaiseFence raises the fence registers of keys (fences[i] is the register
@@ -198,7 +200,7 @@ func RaiseFence(keys, fences []string, value string, token int64, keep time.Dura
 // Extend resets the TTL of keys to ttl if they all still hold value. It
 // never creates a key.
 func Extend(keys []string, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded)
+	return guarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded, ttl)
 }
 
 // Release deletes the keys that still hold value; it says yes if all of
@@ -229,7 +231,7 @@ func ReleaseAnnouncing(key, value, as string) *Cmd {
 // of the hold named hold, which must still have a live entry there. A key
 // of another type gets an error reply starting with REDLOCKTYPE.
 func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
-	return guarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded)
+	return guarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded, ttl)
 }
 
 // ReadLock acquires a reader's share of a read-write lock (rw_lock.lua) on
@@ -237,14 +239,14 @@ func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
 // writer's intent is live. A key of another type gets an error reply
 // starting with REDLOCKTYPE.
 func ReadLock(key, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded)
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded, ttl)
 }
 
 // WriteLock acquires the writer's hold of a read-write lock (rw_lock.lua)
 // on key for value with ttl: granted where nobody holds it. Refused, it
 // keeps new readers out for intent (renewed by each refused attempt).
 func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
-	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded)
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded, ttl)
 }
 
 // ClearIntent clears, on a node that refused the writer's attempt value,

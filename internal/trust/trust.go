@@ -17,7 +17,8 @@
 //     evidence that it holds every write the old one acknowledged: it runs
 //     appendonly yes, its data carries the old process's stamp (it loaded
 //     the old one's append-only file, see node.Register.Loaded), it was
-//     not promoted from a replica, and the old and new processes both ran
+//     not promoted from a replica, the old one fed no replica (a replica's
+//     copy carries the stamp too), and the old and new processes both ran
 //     appendfsync always (every acknowledged write was on disk). With
 //     the stamp alone (appendfsync everysec) only the votes confirmed on
 //     disk (durable votes) are kept. appendfsync always without the stamp
@@ -48,11 +49,15 @@ import (
 type Proc struct {
 	RunID    string
 	Uptime   time.Duration
-	AOF      bool  // appendonly yes
-	Fsync    bool  // appendfsync always
-	Promoted bool  // promoted from replica in its current life
-	Evicts   bool  // maxmemory set with a policy that can evict a key with a TTL
-	Evicted  int64 // evicted_keys
+	AOF      bool // appendonly yes
+	Fsync    bool // appendfsync always
+	Promoted bool // promoted from replica in its current life
+	// Replicated: the process fed a replica lately (its backlog is live)
+	// or has one: a copy of its data, its stamp included, may be promoted
+	// and restarted elsewhere, so its stamp proves nothing after it.
+	Replicated bool
+	Evicts     bool  // maxmemory set with a policy that can evict a key with a TTL
+	Evicted    int64 // evicted_keys
 }
 
 // Seen is the event of an identity read.
@@ -103,7 +108,7 @@ func (n *Node) Learn(e Seen) Verdict {
 	// INFO's uptime is the difference of two whole-second readings: the
 	// process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-p.Uptime, 0))
-	loaded := e.Loaded && p.AOF && !p.Promoted && !open
+	loaded := e.Loaded && p.AOF && !p.Promoted && !prev.Replicated && !open
 	switch {
 	case prev.RunID == p.RunID: // T4: same process, keys evicted
 		reason, base = "keys evicted", now
