@@ -856,12 +856,8 @@ func evictionCheck(n *NodeReport) Check {
 		return Check{checkEviction, verdictOK, "no maxmemory: nothing is evicted (but " + p + " would evict held locks once maxmemory is set: prefer noeviction)"}
 	case n.MaxMemory == 0:
 		return Check{checkEviction, verdictOK, "no maxmemory: nothing is evicted (policy " + p + ")"}
-	case strings.HasPrefix(p, "allkeys-"):
-		return Check{checkEviction, verdictFail, fmt.Sprintf("maxmemory-policy %s with maxmemory %s: when memory is full a held lock can be evicted and granted again; set noeviction (a full node then refuses new locks instead)", p, fmtBytes(n.MaxMemory))}
-	case p == "volatile-ttl":
-		return Check{checkEviction, verdictWarn, fmt.Sprintf("maxmemory-policy volatile-ttl with maxmemory %s: lock keys have TTLs, and the shortest-lived go first when memory is full; set noeviction", fmtBytes(n.MaxMemory))}
-	case strings.HasPrefix(p, "volatile-"):
-		return Check{checkEviction, verdictWarn, fmt.Sprintf("maxmemory-policy %s with maxmemory %s: lock keys have TTLs, so they are eviction candidates when memory is full; set noeviction", p, fmtBytes(n.MaxMemory))}
+	case strings.HasPrefix(p, "allkeys-") || strings.HasPrefix(p, "volatile-"):
+		return Check{checkEviction, verdictFail, fmt.Sprintf("maxmemory-policy %s with maxmemory %s: when memory is full a held lock's key (it has a TTL) can be evicted; the node then does not vote until no lock it may have dropped can be held; set noeviction (a full node then refuses new locks instead)", p, fmtBytes(n.MaxMemory))}
 	case p == "noeviction":
 		return Check{checkEviction, verdictOK, fmt.Sprintf("noeviction (maxmemory %s): a full node refuses new locks, never drops held ones", fmtBytes(n.MaxMemory))}
 	}

@@ -131,8 +131,9 @@ func TestDoctorHealthy(t *testing.T) {
 	}
 }
 
-// allkeys-* with a maxmemory can evict a held lock: FAIL, exit 1.
-// volatile-* is a warning, and a node without persistence warns too.
+// Every policy that can evict a key with a TTL, with a maxmemory, can
+// evict a held lock (lock keys always carry a TTL, so volatile-* evicts
+// exactly them): FAIL, exit 1. A node without persistence warns.
 func TestDoctorEviction(t *testing.T) {
 	urls := []string{durableNode(t), durableNode(t), redisNode(t)}
 	ctx := context.Background()
@@ -152,7 +153,7 @@ func TestDoctorEviction(t *testing.T) {
 	if v, reason := row(t, out, urls[0], checkEviction); v != verdictFail || !strings.Contains(reason, "allkeys-lru") || !strings.Contains(reason, "100mb") {
 		t.Errorf("allkeys-lru node: %s %s", v, reason)
 	}
-	if v, reason := row(t, out, urls[1], checkEviction); v != verdictWarn || !strings.Contains(reason, "volatile-lru") {
+	if v, reason := row(t, out, urls[1], checkEviction); v != verdictFail || !strings.Contains(reason, "volatile-lru") {
 		t.Errorf("volatile-lru node: %s %s", v, reason)
 	}
 	if v, _ := row(t, out, urls[2], checkEviction); v != verdictOK {
@@ -165,10 +166,10 @@ func TestDoctorEviction(t *testing.T) {
 	if v, reason := row(t, out, urls[2], checkUptime); v != verdictWarn || !strings.Contains(reason, "less than one TTL") {
 		t.Errorf("fresh node without persistence: %s %s", v, reason)
 	}
-	if v, reason := row(t, out, "(all)", "quorum"); v != verdictWarn || !strings.Contains(reason, "2 of 3 nodes") {
+	if v, reason := row(t, out, "(all)", "quorum"); v != verdictFail || !strings.Contains(reason, "1 of 3 nodes") {
 		t.Errorf("quorum: %s %s", v, reason)
 	}
-	if !strings.Contains(out, "verdict: FAIL") || !strings.Contains(errOut, "1 failed check") {
+	if !strings.Contains(out, "verdict: FAIL") || !strings.Contains(errOut, "3 failed check") {
 		t.Errorf("verdict line or error:\n%s%s", out, errOut)
 	}
 }
@@ -470,9 +471,10 @@ func TestDoctorEvictionVerdicts(t *testing.T) {
 		{"allkeys-lru", 1 << 20, verdictFail},
 		{"allkeys-lfu", 1 << 20, verdictFail},
 		{"allkeys-random", 1 << 20, verdictFail},
-		{"volatile-lru", 1 << 20, verdictWarn},
-		{"volatile-ttl", 1 << 20, verdictWarn},
-		{"volatile-random", 1 << 20, verdictWarn},
+		{"volatile-lru", 1 << 20, verdictFail},
+		{"volatile-ttl", 1 << 20, verdictFail},
+		{"volatile-random", 1 << 20, verdictFail},
+		{"volatile-lfu", 1 << 20, verdictFail},
 		{"", 0, verdictWarn},
 	} {
 		if c := evictionCheck(&NodeReport{MaxMemoryPolicy: tc.policy, MaxMemory: tc.max}); c.Verdict != tc.want {

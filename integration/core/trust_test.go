@@ -311,7 +311,7 @@ func TestRegisterFlushedThenMinorityRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Release(ctx)
-	time.Sleep(400 * time.Millisecond) // 3 and 4 free again
+	time.Sleep(400 * time.Millisecond)         // 3 and 4 free again
 	if err := nodes[0].Restart(); err != nil { // empty: no persistence
 		t.Fatal(err)
 	}
