@@ -15,10 +15,11 @@ import (
 // TTLRegisterKey is the TTL register, one hash per node: field = a lock
 // TTL in milliseconds (rounded up by TTLBucket; "d" before it for Clients
 // with durable votes), value = until when (in milliseconds on the node's
-// own clock) a lock with that TTL may be held on the node. Every Client publishes its TTL there (RaiseTTL) before a
-// command that may grant or lengthen a lock with it, so the node's
-// register covers every lock the node holds; entries expire with the last
-// lock that needed them, and the key with its latest entry.
+// own clock) a lock with that TTL may be held on the node. The guarded
+// script of every command that may grant or lengthen a lock raises its
+// TTL's entry there first (guard.lua), so the node's register covers every
+// lock the node holds; entries expire with the last lock that needed them,
+// and the key with its latest entry.
 const TTLRegisterKey = "redlock:ttl"
 
 // MaxTTLKey is the legacy register (a string: the longest TTL in
@@ -31,16 +32,10 @@ const MaxTTLKey = "redlock:max-ttl"
 
 // AOFStampKey is a hash beside the TTL register (same hash slot) that
 // never expires and has two fields: "aof", the run_id of the process that
-// last took a durable publish (RaiseTTL), and "prev", the run_id "aof"
+// last raised the register (guard.lua), and "prev", the run_id "aof"
 // named before that process stamped it. It outlives the register, whose
 // entries may all have expired while a node was down.
 const AOFStampKey = "{" + TTLRegisterKey + "}:aof"
-
-var (
-	//go:embed max_ttl.lua
-	ttlRaiseSrc    string
-	ttlRaiseScript = redis.NewScript(ttlRaiseSrc)
-)
 
 // TTLBucket rounds ttl up to whole milliseconds with three significant
 // digits (400ms and 23h stay, 1001ms becomes 1.01s): a register field
@@ -55,23 +50,6 @@ func TTLBucket(ttl time.Duration) time.Duration {
 	return (ms + step - 1) / step * step * time.Millisecond
 }
 
-// RaiseTTL publishes ttl (a TTLBucket) in the node's TTL register: its
-// entry lives at least hold from when the node runs the script (on the
-// node's clock), never less than it already did. Expired entries are
-// deleted and the key expires with its latest entry. A durable publish (a
-// Client whose votes are confirmed on disk) writes a durable entry and
-// stamps the register with the node's run_id (Register.AOFRun). The node
-// says yes.
-func RaiseTTL(ttl, hold time.Duration, durable bool) *Cmd {
-	d, keys := "", []string{TTLRegisterKey}
-	if durable { // only a durable publish names (and needs an ACL for) the stamp
-		d, keys = "d", []string{TTLRegisterKey, AOFStampKey}
-	}
-	c := scriptCmd(ttlRaiseScript, ttlRaiseSrc, keys, 1, ttl.Milliseconds(), hold.Milliseconds(), d)
-	c.grants = false // a later grant's confirmation covers it (the AOF is written in order)
-	return c
-}
-
 // Entry is one live entry of a TTL register: a TTL and how long, on the
 // node's clock, the entry has left; Durable for an entry of Clients whose
 // votes are confirmed on disk.
@@ -84,13 +62,13 @@ type Entry struct {
 type Register struct {
 	Entries []Entry       // live entries
 	Legacy  time.Duration // the legacy MaxTTLKey's TTL (never expires); 0 if absent
-	AOFRun  string        // AOFStampKey's "aof": the process that last took a durable publish; "" none
+	AOFRun  string        // AOFStampKey's "aof": the process that last raised the register; "" none
 	AOFPrev string        // AOFStampKey's "prev": the process AOFRun's found stamped before it; "" none
 }
 
 // Loaded reports whether the register, read from process cur, shows that
 // cur holds the data of process prev, loaded from its append-only file:
-// it carries prev's stamp, or cur's stamp made over prev's (see RaiseTTL).
+// it carries prev's stamp, or cur's stamp made over prev's (see guard.lua).
 // A stamp is a write of prev's found in cur; under appendonly yes in cur
 // it came from prev's append-only file (see SAFETY.md).
 func (r Register) Loaded(prev, cur string) bool {
