@@ -218,10 +218,8 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if res.cause == nil && !out.Reached {
 		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
-	if res.cause == nil && !out.Reached {
-		res.cause = c.incurable(out)
-	}
-	if res.cause == nil && !out.Reached && refusedByHolder(out) {
+	open := res.cause == nil && !out.Reached // lost: unless incurable, a retry may win
+	if open && refusedByHolder(out) {
 		c.sample(keys[0]) // is it held by another library? (foreign.go)
 	}
 	if out.Reached && res.cause == nil {
@@ -241,30 +239,69 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 		res.cause = ctx.Err()
 	}
 	c.undo(ctx, keys, r.ttl, a)
+	if open { // after the undo: the nodes that answered are cleaned up meanwhile
+		if err := c.incurable(ctx, a.round, &res.out); err != nil {
+			res.cause = err
+		}
+	}
 	return res, nil
 }
 
-// incurable returns why no retry of a round like out can reach the quorum:
+// incurable returns why no retry of a lost round can reach the quorum:
 // so many nodes refused in a way the same command meets again (an ACL
 // without a command or key, a wrong password, a command the server does
 // not have: node.Incurable) that the others cannot make a quorum. Such a
 // call ends at once, with that refusal, instead of retrying until its ctx
-// ends. nil otherwise.
-func (c *Client) incurable(out quorum.Outcome) error {
-	var first error
-	k := 0
-	for _, v := range out.Votes {
-		if node.Incurable(v.Err) {
-			k++
-			if first == nil {
-				first = v.Err
+// ends. It counts every node's answer, those that came after the round
+// was decided included: while the nodes yet to answer could still make
+// the refusals too many, it waits for them (each call ends at its node
+// deadline), until ctx is done. nil if a retry may win. When it returns
+// the refusal, out (the round's outcome) shows the late ones too.
+func (c *Client) incurable(ctx context.Context, round *quorum.Round, out *quorum.Outcome) error {
+	var ie *incurableError
+	var votes []quorum.Vote
+	late := 0
+	round.Until(ctx, func(answers []quorum.Vote, arrived []bool) bool {
+		k, pending := 0, 0
+		var first error
+		for i, v := range answers {
+			switch {
+			case !arrived[i]:
+				pending++
+			case node.Incurable(v.Err):
+				k++
+				if first == nil {
+					first = v.Err
+				}
 			}
 		}
-	}
-	if k == 0 || len(out.Votes)-k >= c.need {
+		if len(answers)-k < c.need {
+			ie = &incurableError{refused: k, nodes: len(answers), first: first}
+			votes, late = lateRefusals(out.Votes, answers, arrived)
+			return true
+		}
+		return len(answers)-k-pending >= c.need // curable whatever they answer
+	})
+	if ie == nil {
 		return nil
 	}
-	return &incurableError{refused: k, nodes: len(out.Votes), first: first}
+	out.Votes, out.Failed = votes, out.Failed+late
+	return ie
+}
+
+// lateRefusals returns a copy of a round's votes at its decision with the
+// refusals that no retry changes which came after it (answers, where
+// arrived) in place of their pending votes, and how many it put in.
+func lateRefusals(votes, answers []quorum.Vote, arrived []bool) ([]quorum.Vote, int) {
+	all := append([]quorum.Vote(nil), votes...)
+	n := 0
+	for i, v := range votes {
+		if !v.Done && arrived[i] && node.Incurable(answers[i].Err) {
+			all[i] = answers[i]
+			n++
+		}
+	}
+	return all, n
 }
 
 // failed returns the event of a request that fails after n attempts, the
