@@ -97,6 +97,12 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r, r.queue())
 	}
+	var w *handoff.Watch // from the first lost attempt on
+	defer func() {
+		if w != nil {
+			w.Leave()
+		}
+	}()
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
 		switch {
@@ -108,10 +114,29 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 			return c.failed(*r, n, res)
 		}
 		c.warnDown(ctx, r, n, res)
-		if res.cause = c.sleep(ctx, c.backoff(&r.o, n)); res.cause != nil {
+		if w == nil && c.hub != nil {
+			w = c.hub.Watch(r.keys)
+		}
+		if res.cause = c.awaitRelease(ctx, w, c.backoff(&r.o, n)); res.cause != nil {
 			return c.failed(*r, n, res)
 		}
 	}
+}
+
+// awaitRelease waits before the next attempt of a call that waits for
+// several keys (or without a Hub): for d, or until the nodes announce the
+// release of one of its keys (w, if not nil), so that it tries as the
+// key is freed rather than at a poll that seldom falls between two holds.
+// Its error is ctx's, or ErrClosed once Close has begun.
+func (c *Client) awaitRelease(ctx context.Context, w *handoff.Watch, d time.Duration) error {
+	if w == nil {
+		return c.sleep(ctx, d)
+	}
+	_, err := w.Wait(ctx, d)
+	if errors.Is(err, handoff.ErrClosed) || err == nil && c.closed.Load() {
+		return ErrClosed
+	}
+	return err
 }
 
 // queued is Lock of one key: the caller waits in the key's local queue
