@@ -97,6 +97,12 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r, r.queue())
 	}
+	var w *handoff.Watch // from the first lost attempt on
+	defer func() {
+		if w != nil {
+			w.Leave()
+		}
+	}()
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
 		switch {
@@ -108,10 +114,29 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 			return c.failed(*r, n, res)
 		}
 		c.warnDown(ctx, r, n, res)
-		if res.cause = c.sleep(ctx, c.backoff(&r.o, n)); res.cause != nil {
+		if w == nil && c.hub != nil {
+			w = c.hub.Watch(r.keys)
+		}
+		if res.cause = c.awaitRelease(ctx, w, c.backoff(&r.o, n)); res.cause != nil {
 			return c.failed(*r, n, res)
 		}
 	}
+}
+
+// awaitRelease waits before the next attempt of a call that waits for
+// several keys (or without a Hub): for d, or until the nodes announce the
+// release of one of its keys (w, if not nil), so that it tries as the
+// key is freed rather than at a poll that seldom falls between two holds.
+// Its error is ctx's, or ErrClosed once Close has begun.
+func (c *Client) awaitRelease(ctx context.Context, w *handoff.Watch, d time.Duration) error {
+	if w == nil {
+		return c.sleep(ctx, d)
+	}
+	_, err := w.Wait(ctx, d)
+	if errors.Is(err, handoff.ErrClosed) || err == nil && c.closed.Load() {
+		return ErrClosed
+	}
+	return err
 }
 
 // queued is Lock of one key: the caller waits in the key's local queue
@@ -218,10 +243,8 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if res.cause == nil && !out.Reached {
 		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
-	if res.cause == nil && !out.Reached {
-		res.cause = c.incurable(out)
-	}
-	if res.cause == nil && !out.Reached && refusedByHolder(out) {
+	open := res.cause == nil && !out.Reached // lost: unless incurable, a retry may win
+	if open && refusedByHolder(out) {
 		c.sample(keys[0]) // is it held by another library? (foreign.go)
 	}
 	if out.Reached && res.cause == nil {
@@ -241,30 +264,69 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 		res.cause = ctx.Err()
 	}
 	c.undo(ctx, keys, r.ttl, a)
+	if open { // after the undo: the nodes that answered are cleaned up meanwhile
+		if err := c.incurable(ctx, a.round, &res.out); err != nil {
+			res.cause = err
+		}
+	}
 	return res, nil
 }
 
-// incurable returns why no retry of a round like out can reach the quorum:
+// incurable returns why no retry of a lost round can reach the quorum:
 // so many nodes refused in a way the same command meets again (an ACL
 // without a command or key, a wrong password, a command the server does
 // not have: node.Incurable) that the others cannot make a quorum. Such a
 // call ends at once, with that refusal, instead of retrying until its ctx
-// ends. nil otherwise.
-func (c *Client) incurable(out quorum.Outcome) error {
-	var first error
-	k := 0
-	for _, v := range out.Votes {
-		if node.Incurable(v.Err) {
-			k++
-			if first == nil {
-				first = v.Err
+// ends. It counts every node's answer, those that came after the round
+// was decided included: while the nodes yet to answer could still make
+// the refusals too many, it waits for them (each call ends at its node
+// deadline), until ctx is done. nil if a retry may win. When it returns
+// the refusal, out (the round's outcome) shows the late ones too.
+func (c *Client) incurable(ctx context.Context, round *quorum.Round, out *quorum.Outcome) error {
+	var ie *incurableError
+	var votes []quorum.Vote
+	late := 0
+	round.Until(ctx, func(answers []quorum.Vote, arrived []bool) bool {
+		k, pending := 0, 0
+		var first error
+		for i, v := range answers {
+			switch {
+			case !arrived[i]:
+				pending++
+			case node.Incurable(v.Err):
+				k++
+				if first == nil {
+					first = v.Err
+				}
 			}
 		}
-	}
-	if k == 0 || len(out.Votes)-k >= c.need {
+		if len(answers)-k < c.need {
+			ie = &incurableError{refused: k, nodes: len(answers), first: first}
+			votes, late = lateRefusals(out.Votes, answers, arrived)
+			return true
+		}
+		return len(answers)-k-pending >= c.need // curable whatever they answer
+	})
+	if ie == nil {
 		return nil
 	}
-	return &incurableError{refused: k, nodes: len(out.Votes), first: first}
+	out.Votes, out.Failed = votes, out.Failed+late
+	return ie
+}
+
+// lateRefusals returns a copy of a round's votes at its decision with the
+// refusals that no retry changes which came after it (answers, where
+// arrived) in place of their pending votes, and how many it put in.
+func lateRefusals(votes, answers []quorum.Vote, arrived []bool) ([]quorum.Vote, int) {
+	all := append([]quorum.Vote(nil), votes...)
+	n := 0
+	for i, v := range votes {
+		if !v.Done && arrived[i] && node.Incurable(answers[i].Err) {
+			all[i] = answers[i]
+			n++
+		}
+	}
+	return all, n
 }
 
 // failed returns the event of a request that fails after n attempts, the

@@ -49,7 +49,8 @@ func (c *Client) runOver(l *Lock) bool {
 		return int(l.passes) >= c.o.localHandoff
 	}
 	key := l.waitKey()
-	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), c.o.localRun, c.rivalSeen(key))
+	seen := c.rivalSeen(key) || c.hub.Watched(key) // a multi-key call of this Client waits for it too
+	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), c.o.localRun, seen)
 	if ask && !end && c.hub.Queued(key) {
 		c.askRivals(key)
 	}

@@ -313,10 +313,11 @@ func WithLocalHandoff(n int) Option {
 // turns; while none is seen, it may go on for 40 times d (200 ms by
 // default), and from d on this Client asks a node, at most once every d
 // and in the background, whether another process waits (PUBSUB NUMSUB;
-// an error, e.g. a user without that command, counts as a yes). Waiters
-// that are not subscribed (multi-key Lock calls, cluster nodes) are not
-// seen: they get the key at the latest when the 40·d run ends. A zero
-// keeps the default.
+// an error, e.g. a user without that command, counts as a yes); so does
+// a LockKeys call of this Client waiting for the key. Waiters that cannot
+// subscribe (cluster nodes, a user without the channel permission) are
+// not seen: they poll, and a poll finds the key free only between two
+// runs. A zero keeps the default.
 func WithLocalHandoffRun(d time.Duration) Option {
 	return clientOption(func(o *options) { set(&o.localRun, d) })
 }

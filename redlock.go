@@ -455,7 +455,9 @@ func (c *Client) TryLock(ctx context.Context, key string, ttl time.Duration, opt
 // LockKeys acquires several keys together, all or nothing on each node (one
 // script per node), blocking like Lock. A node counts toward the quorum only
 // if it granted every key. On a Redis Cluster node all keys must share a
-// hash slot (use a {hash tag}).
+// hash slot (use a {hash tag}). Between its attempts it waits for its
+// backoff or until the nodes announce the release of one of its keys,
+// whichever comes first; it is not passed a lock by the local hand-off.
 func (c *Client) LockKeys(ctx context.Context, keys []string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, keys, ttl, true, opts)
 }

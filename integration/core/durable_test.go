@@ -152,3 +152,66 @@ func TestDurableVotesEveryPath(t *testing.T) {
 		t.Fatalf("watchdog Release: %v", err)
 	}
 }
+
+// A user made by the lock's ACL line of docs/deployment.md, which lacks
+// +waitaof, on servers that have WAITAOF with appendonly on: durable
+// votes are refused by the ACL, and each node's error says so and points
+// to +waitaof, not to the server's version or appendonly; the refusal ends
+// Lock at its first attempt. With +waitaof added, as the page says, it
+// locks.
+func TestDurableVotesRefusedByACL(t *testing.T) {
+	nodes := harness.Start(t, 3, harness.DurableConfig(t))
+	lines, err := harness.DocACLLines("../../docs/deployment.md", "locker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := make([]string, len(nodes))
+	for i, n := range nodes {
+		admin := n.Client()
+		var args []interface{}
+		for _, f := range strings.Fields(lines[0]) {
+			args = append(args, f)
+		}
+		err := admin.Do(context.Background(), args...).Err()
+		admin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = "redis://locker:s3cret@" + n.Addr
+	}
+	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second), redlock.WithDurableVotes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Lock(ctx, "lock:durable-acl", 5*time.Second)
+	var qe *redlock.QuorumError
+	if !errors.As(err, &qe) || qe.Attempts != 1 {
+		t.Fatalf("Lock: %v; want a QuorumError after 1 attempt", err)
+	}
+	t.Logf("the error: %v", err)
+	for _, r := range qe.Nodes {
+		if r.Err == nil || errors.Is(r.Err, redlock.ErrPending) {
+			continue
+		}
+		if msg := r.Err.Error(); !errors.Is(r.Err, redlock.ErrNotDurable) || !strings.Contains(msg, "refused by the node's ACL") ||
+			!strings.Contains(msg, "+waitaof") || strings.Contains(msg, "Redis 7.2") || strings.Contains(msg, "appendonly") {
+			t.Errorf("node %s: %v; want ErrNotDurable naming the ACL and +waitaof, not the version or appendonly", r.Addr, r.Err)
+		}
+	}
+	for _, n := range nodes {
+		admin := n.Client()
+		err := admin.Do(ctx, "acl", "setuser", "locker", "+waitaof").Err()
+		admin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := c.Lock(ctx, "lock:durable-acl", 5*time.Second)
+	if err != nil {
+		t.Fatalf("with +waitaof: %v", err)
+	}
+	_ = l.Release(ctx)
+}

@@ -4,8 +4,9 @@
 // A node's release script announces each key it deleted with a PUBLISH on
 // Channel(key). A Hub (one per lock Client) keeps one pub/sub connection
 // per node, subscribed to the channels of the keys its local waiters wait
-// for, and a first-in first-out queue of local waiters per key: only the
-// head of a key's queue contends on the nodes; it waits between its tries
+// for, and a first-in first-out queue of local waiters per key (a waiter
+// for several keys at once uses a Watch instead): only the head of a
+// key's queue contends on the nodes; it waits between its tries
 // until a release notification arrives (from any node, or from this
 // process through Released) or its backoff elapses, whichever comes first.
 // When the head leaves (it acquired the lock or gave up), the next waiter
@@ -109,8 +110,9 @@ type Hub struct {
 	asked  atomic.Uint64 // Others calls: which node the next one asks
 
 	mu      sync.Mutex
-	keys    map[string]*queue // keys with at least one local waiter
-	started bool              // the nodes' goroutines run
+	keys    map[string]*queue    // keys with at least one local waiter
+	watched map[string]*watchKey // keys with at least one Watch
+	started bool                 // the nodes' goroutines run
 	closed  bool
 }
 
@@ -189,7 +191,9 @@ func (h *Hub) enter(key string, want any, shared, ahead bool) *Turn {
 	if q == nil {
 		q = &queue{key: key}
 		h.keys[key] = q
-		h.want(key, true)
+		if h.watched[key] == nil {
+			h.want(key, true)
+		}
 	}
 	t.q = q
 	if ahead {

@@ -13,8 +13,8 @@ var ErrNoSubscriber = errors.New("redlock: handoff: no node to count subscribers
 // for key: one node, a different one each call, counts more subscribers
 // of Channel(key) than this Hub's own (PUBSUB NUMSUB), bounded by ctx. It
 // is a hint: a waiter whose subscription is not in place, or that waits
-// without one (a multi-key Lock, a Client without subscriptions), is not
-// seen. Call it while this Hub has a waiter for key (it is then one
+// without one (a Client whose subscriptions are refused, or on cluster
+// nodes), is not seen. A Watch of key counts as a waiter. Call it while this Hub has a waiter for key (it is then one
 // subscriber itself). It returns the node's error, or ErrNoSubscriber;
 // safe for concurrent use.
 func (h *Hub) Others(ctx context.Context, key string) (bool, error) {

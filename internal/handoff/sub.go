@@ -195,9 +195,9 @@ func (s *sub) replace(h *Hub, old *redis.PubSub) {
 // the first node (tests).
 func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }
 
-// notifyFrom dispatches a release notification that node sub idx sent. A
-// notification with a payload (the released owner value) wakes the head
-// once Config.Quorum nodes have sent it: the release script runs on each
+// notifyFrom dispatches a release notification that node sub idx sent to
+// its key's head and Watches. A notification with a payload (the released
+// owner value) wakes them once Config.Quorum nodes have sent it: the release script runs on each
 // node in turn, and a waiter woken by the first would find the key still
 // held on the others.
 func (h *Hub) notifyFrom(idx int, m *redis.Message) {
@@ -208,8 +208,16 @@ func (h *Hub) notifyFrom(idx int, m *redis.Message) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if wk := h.watched[key]; wk != nil && wk.heard(idx, m.Payload, h.quorum) {
+		for _, w := range wk.ws {
+			signal(w.wake)
+		}
+	}
 	q := h.keys[key]
-	if q == nil || h.closed {
+	if q == nil {
 		return
 	}
 	if m.Payload != "" && m.Payload != q.last && h.quorum > 1 {
@@ -258,6 +266,12 @@ func (s *sub) sync(h *Hub) {
 			for k := range h.keys {
 				have[k] = true
 				add = append(add, Channel(k))
+			}
+			for k := range h.watched {
+				if !have[k] {
+					have[k] = true
+					add = append(add, Channel(k))
+				}
 			}
 		} else {
 			for k, on := range s.changes {

@@ -318,7 +318,9 @@ func (t *Turn) leave(how int) {
 	shared := how == leaveShared && t.shared
 	if q.head == nil {
 		delete(h.keys, q.key)
-		h.want(q.key, false)
+		if h.watched[q.key] == nil {
+			h.want(q.key, false)
+		}
 	} else if wasHead {
 		q.held = how == leaveHolding
 		if q.held {

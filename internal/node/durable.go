@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,8 +26,8 @@ var ErrNotDurable = errors.New("redlock: vote not confirmed on the node's disk")
 
 // NotDurableError is the error of a command that ran, or may have run, on
 // a node that did not confirm it on its disk: the node refused WAITAOF
-// (Err: its error reply, e.g. an unknown command before Redis 7.2, or
-// appendonly off), its answer did not arrive before the node's deadline
+// (Err: its error reply, e.g. an unknown command before Redis 7.2,
+// appendonly off, or NOPERM from an ACL without +waitaof), its answer did not arrive before the node's deadline
 // (Err: the connection's error), or it reported no local fsync within
 // Timeout (Err nil). It matches ErrNotDurable; it does not unwrap to Err,
 // whose error reply would otherwise say that the command was rejected.
@@ -40,6 +41,8 @@ func (e *NotDurableError) Error() string {
 	switch {
 	case e.Err == nil:
 		return fmt.Sprintf("%s: not fsynced within %v (under appendfsync everysec a node fsyncs for WAITAOF about every 1/hz s: raise hz, or the node timeout)", ErrNotDurable.Error(), e.Timeout)
+	case errors.As(e.Err, &re) && strings.HasPrefix(re.Error(), "NOPERM"):
+		return fmt.Sprintf("%s: WAITAOF refused by the node's ACL (the user needs +waitaof, as the lock's ACL line in docs/deployment.md says for durable votes): %v", ErrNotDurable.Error(), e.Err)
 	case errors.As(e.Err, &re):
 		return fmt.Sprintf("%s: WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): %v", ErrNotDurable.Error(), e.Err)
 	}

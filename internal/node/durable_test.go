@@ -39,11 +39,14 @@ func TestDurableVoteNeedsConfirmation(t *testing.T) {
 	for _, c := range []struct {
 		name, reply string
 		want        string // "yes", "no" or the error's text
+		not         string // words the error must not have
 	}{
-		{"fsynced", "*2\r\n:1\r\n:0\r\n", "yes"},
-		{"not in time", "*2\r\n:0\r\n:0\r\n", "not fsynced within"},
-		{"refused", "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled"},
-		{"unknown", "-ERR unknown command 'waitaof', with args beginning with: '1' '0' '50'\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR unknown command"},
+		{"fsynced", "*2\r\n:1\r\n:0\r\n", "yes", ""},
+		{"not in time", "*2\r\n:0\r\n:0\r\n", "not fsynced within", ""},
+		{"refused", "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled", ""},
+		{"unknown", "-ERR unknown command 'waitaof', with args beginning with: '1' '0' '50'\r\n", "WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): ERR unknown command", ""},
+		{"ACL", "-NOPERM User locker has no permissions to run the 'waitaof' command\r\n",
+			"WAITAOF refused by the node's ACL (the user needs +waitaof, as the lock's ACL line in docs/deployment.md says for durable votes): NOPERM User locker", "Redis 7.2"},
 	} {
 		for _, coalesce := range []bool{false, true} {
 			n, a := durableNode(t, c.reply, coalesce)
@@ -56,8 +59,8 @@ func TestDurableVoteNeedsConfirmation(t *testing.T) {
 					t.Errorf("%s: %v: want ErrNotDurable that may have run", c.name, err)
 				}
 			}
-			if !strings.Contains(got, c.want) {
-				t.Errorf("%s (coalesce %v): %q, want %q", c.name, coalesce, got, c.want)
+			if !strings.Contains(got, c.want) || c.not != "" && strings.Contains(got, c.not) {
+				t.Errorf("%s (coalesce %v): %q, want %q (and no %q)", c.name, coalesce, got, c.want, c.not)
 			}
 			if ok, err := n.Do(ctx, Lock([]string{"no2"}, "v", time.Minute)); ok || err != nil {
 				t.Errorf("%s: a refusal: %v %v, want a plain no", c.name, ok, err)

@@ -253,6 +253,46 @@ func (r *Round) Answer(node int) Vote {
 	return r.answers[node]
 }
 
+// Until waits for answers, past the decision too, until enough returns
+// true, every node has answered, or ctx is done, and returns enough's
+// last verdict. enough sees every answer so far (answers[i] is node i's
+// when arrived[i]); it is called at once, then after each answer, under
+// the round's lock: it must not call the round nor keep the slices. Each
+// call ends at its own deadline, so Until returns by the latest of them
+// even if ctx cannot end.
+func (r *Round) Until(ctx context.Context, enough func(answers []Vote, arrived []bool) bool) bool {
+	r.mu.Lock()
+	ok, over := enough(r.answers, r.arrived), r.allArrived()
+	r.mu.Unlock()
+	if ok || over || ctx.Err() != nil {
+		return ok
+	}
+	stop := context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		r.cond.Broadcast()
+		r.mu.Unlock()
+	})
+	defer stop()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		if ok = enough(r.answers, r.arrived); ok || r.allArrived() || ctx.Err() != nil {
+			return ok
+		}
+		r.cond.Wait() // every answer broadcasts (record), and so does ctx's end
+	}
+}
+
+// allArrived reports whether every node has answered. r.mu must be held.
+func (r *Round) allArrived() bool {
+	for _, ok := range r.arrived {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Wait returns the outcome as soon as the round is decided, or when ctx is
 // done (then Outcome.Err is ctx's error, unless the quorum was reached
 // first). Nodes that have not answered are reported with

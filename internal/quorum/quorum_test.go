@@ -118,6 +118,40 @@ func TestLateVotesReachThenAndAnswer(t *testing.T) {
 	}
 }
 
+// Until sees answers that come after the decision, and ends when enough
+// says so, when every node has answered, or with ctx.
+func TestUntilSeesLateAnswers(t *testing.T) {
+	late := func(answers []Vote, arrived []bool) bool { return arrived[2] && errors.Is(answers[2].Err, errDown) }
+	out, done, r := run(t, Config{N: 3, Need: 2}, []answer{{}, {}, {err: errDown, block: true}})
+	if out.Reached || !errors.Is(out.Votes[2].Err, ErrPending) {
+		t.Fatalf("outcome %+v, want decided without node 2", out)
+	}
+	got := make(chan bool)
+	go func() { got <- r.Until(context.Background(), late) }()
+	select {
+	case ok := <-got:
+		t.Fatalf("Until returned %v before node 2 answered", ok)
+	default:
+	}
+	done()
+	if !<-got {
+		t.Fatal("Until did not see node 2's late answer")
+	}
+	never := func([]Vote, []bool) bool { return false }
+	if r.Until(context.Background(), never) {
+		t.Fatal("Until true with enough never true")
+	}
+
+	_, done2, r2 := run(t, Config{N: 3, Need: 2}, []answer{{}, {}, {block: true}})
+	defer done2()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { got <- r2.Until(ctx, never) }()
+	cancel()
+	if <-got {
+		t.Fatal("Until true after ctx ended")
+	}
+}
+
 func TestDiscountedVotes(t *testing.T) {
 	// Node 0 is discounted: its yes does not count, so 2 of the other two
 	// are needed.
