@@ -325,3 +325,32 @@ func TestRegisterFlushedThenMinorityRestart(t *testing.T) {
 		}
 	}
 }
+
+// What decides whether a node may vote is not read within a lock's node
+// deadline: a new Client's first TryLocks with a 10 ms TTL (a 1 ms node
+// deadline) are never refused because an identity was not read in time,
+// however loaded the machine (identities get a budget of their own; a
+// node deadline missed by the grant itself is the lock's own limit).
+func TestFirstContactShortTTL(t *testing.T) {
+	nodes := harness.Start(t, 5, harness.Config{})
+	c := client(t, nodes)
+	ctx := context.Background()
+	got, identity := 0, 0
+	var last error
+	for i := 0; i < 200; i++ {
+		l, err := c.TryLock(ctx, "trust:short:"+strconv.Itoa(i), 10*time.Millisecond)
+		if err != nil {
+			if strings.Contains(err.Error(), "identity") {
+				identity++
+				last = err
+			}
+			continue
+		}
+		got++
+		_ = l.Release(ctx)
+	}
+	t.Logf("%d of 200 TryLocks with a 10 ms TTL got the lock", got)
+	if identity > 0 {
+		t.Fatalf("%d of 200 refused for want of an identity read; the last: %v", identity, last)
+	}
+}
