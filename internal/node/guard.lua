@@ -10,9 +10,11 @@
 -- - the TTL register entry ARGV[4] (a TTL bucket) must outlive the lock by
 --   ARGV[5] ms from now, or it is raised to ARGV[6] ms from now first: an
 --   entry is only trusted where it is, not where it was once written.
+-- - the stamp (a hash that never expires) names this process: "aof" its
+--   run_id, "prev" the one it replaced.
 -- A refusal writes nothing and names what it found. KEYS ends with the
--- register and its stamp (see max_ttl.lua); the command's own keys and
--- arguments (ARGV from 7) come before them.
+-- register and its stamp; the command's own keys come before them, its
+-- own arguments follow the guard's (ARGV from 7).
 local info = redis.call('INFO', 'server')
 if not string.find(info, 'run_id:' .. ARGV[1], 1, true) then
   return redis.error_reply('REDLOCKPROC ' .. (string.match(info, 'run_id:(%x+)') or 'unknown'))
@@ -49,16 +51,18 @@ if cur < now + tonumber(ARGV[5]) then
     end
   end
   redis.call('PEXPIREAT', reg, string.format('%.0f', last))
-  local run = string.match(info, 'run_id:(%x+)')
-  local was = redis.call('HGET', stamp, 'aof')
-  if run and was ~= run then
-    if was then
-      redis.call('HSET', stamp, 'prev', was)
-    else
-      redis.call('HDEL', stamp, 'prev')
-    end
-    redis.call('HSET', stamp, 'aof', run)
+end
+-- The stamp names the process before its first grant (ARGV[1] is this
+-- process, found in INFO above): a later process that holds it loaded
+-- this one's data.
+local was = redis.call('HGET', stamp, 'aof')
+if was ~= ARGV[1] then
+  if was then
+    redis.call('HSET', stamp, 'prev', was)
+  else
+    redis.call('HDEL', stamp, 'prev')
   end
+  redis.call('HSET', stamp, 'aof', ARGV[1])
 end
 local keys = {}
 for i = 1, nk - 2 do

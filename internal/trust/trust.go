@@ -25,8 +25,9 @@
 //     proves nothing: the disk may be new.
 //   - T2 a window never shortens while unproven: a suspicion that begins
 //     while another is open keeps the open one's end as its floor, and its
-//     continuity evidence is void (it shows only that nothing was lost
-//     since the intermediate process, not since the one before it).
+//     continuity evidence is void unless the open one had such evidence too
+//     (it shows only that nothing was lost since the intermediate process,
+//     not since the one before it).
 //   - T3 another server: a process already older than the window, or one
 //     promoted in its current life, never saw the writes the old one
 //     acknowledged; its window counts from now.
@@ -87,6 +88,7 @@ type Node struct {
 	Until   time.Time // no vote before this (zero: none)
 	Floor   time.Time // the end of the windows open when the current suspicion began (T2)
 	Pending bool      // suspect, the registers not read yet: discounted meanwhile
+	Kept    bool      // the current suspicion came with continuity evidence (Verdict.Kept)
 	Epoch   uint64    // suspicions begun: a resolution of an older one is dropped
 	Reason  string
 	Bound   string    // observe.Bound* that set the latest window
@@ -108,7 +110,9 @@ func (n *Node) Learn(e Seen) Verdict {
 	// INFO's uptime is the difference of two whole-second readings: the
 	// process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-p.Uptime, 0))
-	loaded := e.Loaded && p.AOF && !p.Promoted && !prev.Replicated && !open
+	// T2: evidence of continuity from the process before holds across an
+	// open window only if that window too lost nothing it could not prove.
+	loaded := e.Loaded && p.AOF && !p.Promoted && !prev.Replicated && (!open || n.Kept)
 	switch {
 	case prev.RunID == p.RunID: // T4: same process, keys evicted
 		reason, base = "keys evicted", now
@@ -132,11 +136,16 @@ func (n *Node) Learn(e Seen) Verdict {
 
 // suspect begins a suspicion of the node, lost at base.
 func (n *Node) suspect(v Verdict, reason string, base, now time.Time, w time.Duration) Verdict {
-	if n.Open(now) { // T2
-		n.Floor = maxTime(n.Floor, n.Until)
-	} else {
+	switch {
+	case !n.Open(now):
 		n.Floor = time.Time{}
+	case n.Pending && n.Kept && v.Kept:
+		// The chain of files is unbroken: the later proof, from a later
+		// base, covers what the pending one would have shown.
+	default: // T2
+		n.Floor = maxTime(n.Floor, n.Until)
 	}
+	n.Kept = v.Kept
 	n.Epoch++
 	v.Suspect, v.Epoch = true, n.Epoch
 	n.Base, n.Reason, n.Pending, n.Bound = base, reason, true, ""

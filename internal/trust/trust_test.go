@@ -133,3 +133,24 @@ func TestResolveEpochs(t *testing.T) {
 		t.Fatalf("fallback %v ok %v, want at least the first suspicion's %v", fb, ok, v1.Until)
 	}
 }
+
+// T2 with an unbroken chain: a restart that loaded the file of a process
+// that had itself loaded its predecessor's keeps its evidence while the
+// first suspicion is still pending; after a lossy event it does not.
+func TestKeptChain(t *testing.T) {
+	everysec := func(p *Proc) { p.Fsync = false }
+	n := trusted("a", everysec)
+	now := t0.Add(time.Minute)
+	v1 := n.Learn(seen("b", now, true, everysec))
+	v2 := n.Learn(seen("c", now.Add(time.Second), true, everysec))
+	if !v1.Kept || !v2.Kept {
+		t.Fatalf("two restarts, each loading the one before's file: kept %v, %v; want both", v1.Kept, v2.Kept)
+	}
+	if !n.Floor.IsZero() {
+		t.Fatalf("a floor %v from a pending suspicion that lost nothing", n.Floor)
+	}
+	n.Learn(seen("d", now.Add(2*time.Second), false, everysec)) // its file lost
+	if v := n.Learn(seen("e", now.Add(3*time.Second), true, everysec)); v.Kept {
+		t.Fatal("evidence kept across an open window of a restart that lost its file")
+	}
+}
