@@ -148,6 +148,15 @@ type boundProcess struct {
 	id                  string
 	arg, evicted, check interface{}
 	factor              float64
+	last                atomic.Pointer[guardCache] // the guard's arguments for the TTL used last
+}
+
+// guardCache is guardArgs' result for one TTL: a Client mostly locks with
+// one TTL, and the arguments are then boxed once, not per command.
+type guardCache struct {
+	ttl     time.Duration
+	durable bool
+	args    []interface{}
 }
 
 // bound returns the run_id n's votes are bound to, "" if none, and its
@@ -170,6 +179,15 @@ const registerSlack = 10 * time.Second
 // must outlive, on the Client's clock, every lock the command may grant
 // or lengthen, by a second.
 func (p *boundProcess) guardArgs(ttl time.Duration, durable bool) []interface{} {
+	if c := p.last.Load(); c != nil && c.ttl == ttl && c.durable == durable {
+		return c.args // shared, read-only
+	}
+	args := p.makeGuardArgs(ttl, durable)
+	p.last.Store(&guardCache{ttl: ttl, durable: durable, args: args})
+	return args
+}
+
+func (p *boundProcess) makeGuardArgs(ttl time.Duration, durable bool) []interface{} {
 	b := TTLBucket(ttl)
 	field := strconv.FormatInt(b.Milliseconds(), 10)
 	if durable {
