@@ -204,9 +204,9 @@ func (e *QuorumError) why() []string {
 // nodeTally counts a round's nodes by what became of their vote.
 type nodeTally struct {
 	no          int // a plain no (held elsewhere, not ours)
-	unreachable int // connection refused, dropped or closed, host not found
-	slow        int // timed out
-	failed      int // any other error (an error reply, not asked)
+	unreachable int // connection refused, dropped or closed, host not found (also what kept a command from being sent)
+	slow        int // timed out (likewise)
+	failed      int // any other error (an error reply, not asked for another reason)
 	discounted  int // a yes not counted
 	notCounted  int // not asked or not waited for, and its vote would not have counted
 	notAwaited  int // not waited for: the round was decided first
@@ -224,8 +224,6 @@ func tallyNodes(nodes []observe.NodeResult) nodeTally {
 			t.notAwaited++
 		case notCountedErr(n.Err):
 			t.notCounted++ // not asked: its vote could not count
-		case n.Err != nil && (node.NotSent(n.Err) || isNotSent(n.Err)):
-			t.failed++ // not asked (a timeout inside is not the node's answer)
 		case n.Err != nil && unreachableErr(n.Err):
 			t.unreachable++
 		case n.Err != nil && node.IsTimeout(n.Err):

@@ -127,12 +127,6 @@ func notCountedErr(err error) bool {
 	return errors.Is(err, ErrNodeQuarantined) || errors.Is(err, ErrSameServer) || errors.Is(err, ErrClockDrift)
 }
 
-// isNotSent reports whether err is a call this package did not send.
-func isNotSent(err error) bool {
-	_, ok := asNotSent(err)
-	return ok
-}
-
 // causeWords says in plain words what ended a failed call: ctx's error,
 // or the cause the call found (a type clash, nodes that refuse it, Close).
 func causeWords(err error) string {

@@ -40,7 +40,7 @@ func TestQuorumErrorMessage(t *testing.T) {
 	qe := &QuorumError{Op: observe.OpAcquire, Keys: []string{"orders:42"}, Need: 3, Got: 1, Attempts: 1, Err: ErrNotObtained, Nodes: mixedNodes(addr)}
 	msg := qe.Error()
 	t.Logf("%d bytes: %s", len(msg), msg)
-	if want := `redlock: lock not obtained: acquire ["orders:42"]: got 1 of 3 needed: 1 of 5 nodes unreachable, 1 timed out, 1 did not vote, 1 not waited for;`; !strings.HasPrefix(msg, want) {
+	if want := `redlock: lock not obtained: acquire ["orders:42"]: got 1 of 3 needed: 1 of 5 nodes unreachable, 2 timed out, 1 not waited for;`; !strings.HasPrefix(msg, want) {
 		t.Errorf("message does not start with the summary %q", want)
 	}
 	if len(msg) > quorumMsgMax {
