@@ -221,8 +221,8 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if res.cause == nil && !out.Reached {
 		res.cause = c.incurable(out)
 	}
-	if res.cause == nil && !out.Reached && refusedByHolder(out) {
-		c.sample(keys[0]) // is it held by another library? (foreign.go)
+	if res.cause == nil && !out.Reached && refusedByHolder(out) && !c.hub.Holds(keys[0]) {
+		c.sample(keys[0]) // is it held by another library? (foreign.go); not when this process holds it
 	}
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)

@@ -49,7 +49,8 @@ func (c *Client) runOver(l *Lock) bool {
 		return int(l.passes) >= c.o.localHandoff
 	}
 	key := l.waitKey()
-	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), c.o.localRun, c.rivalSeen(key))
+	d := max(c.o.localRun, c.runOwed(key)) // a turn as long as the foreign holders' last one (rivals.go)
+	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), d, c.rivalSeen(key))
 	if ask && !end && c.hub.Queued(key) {
 		c.askRivals(key)
 	}
@@ -86,6 +87,9 @@ func (c *Client) released(l *Lock, deleted, over bool) {
 	case !over:
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	default:
+		if deleted {
+			c.yieldForeign(l.waitKey()) // before the wake-up: the head reads it in raceDelay
+		}
 		c.hub.Unheld(l.waitKey(), deleted)
 	}
 }
