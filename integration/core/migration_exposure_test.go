@@ -18,7 +18,8 @@ import (
 // restart empty; a go-redsync mutex then takes the key on nodes 0, 1, 3
 // and 4 while the lock is valid. A fixed-TTL holder does not learn of it
 // (its Err stays nil) until Release, which cannot confirm a quorum
-// (ErrNotHeld); a watchdog holder's next renewal finds the lock lost.
+// (ErrNotHeld); a watchdog holder's next renewal finds the lock lost
+// (maybe already before go-redsync's lock: the restarts took it).
 // The quarantine setting floor does not help: it keeps restarted nodes
 // out of this library's quorums, not of go-redsync's.
 func TestMigrationRedsyncTakesOverAfterRestarts(t *testing.T) {
@@ -62,12 +63,12 @@ func TestMigrationRedsyncTakesOverAfterRestarts(t *testing.T) {
 				t.Fatalf("go-redsync after two of the lock's three nodes restarted empty: %v, want the second hold the page warns of", err)
 			}
 			defer m.UnlockContext(ctx)
-			left := l.Remaining()
-			t.Logf("%s: go-redsync took the key with %v of the new instance's lock left", name, left.Round(100*time.Millisecond))
-			if left <= 0 {
-				t.Fatalf("the lock had run out (%v left): no double grant to show", left)
-			}
 			if !watchdog {
+				left := l.Remaining()
+				t.Logf("%s: go-redsync took the key with %v of the new instance's lock left", name, left.Round(100*time.Millisecond))
+				if left <= 0 {
+					t.Fatalf("the lock had run out (%v left): no double grant to show", left)
+				}
 				if err := l.Err(); err != nil {
 					t.Errorf("fixed-TTL holder's Err after the take-over: %v, want nil (it cannot know)", err)
 				}
@@ -76,6 +77,8 @@ func TestMigrationRedsyncTakesOverAfterRestarts(t *testing.T) {
 				}
 				return
 			}
+			// A renewal may have found the lock lost already, between the
+			// restarts and go-redsync's lock: it needs no more than that.
 			select {
 			case <-l.Done():
 				if !errors.Is(l.Err(), redlock.ErrLockLost) {
