@@ -244,8 +244,8 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 		res.cause = r.typ.refused(out) // not retried: nothing was written
 	}
 	open := res.cause == nil && !out.Reached // lost: unless incurable, a retry may win
-	if open && refusedByHolder(out) {
-		c.sample(keys[0]) // is it held by another library? (foreign.go)
+	if open && refusedByHolder(out) && !c.hub.Holds(keys[0]) {
+		c.sample(keys[0]) // is it held by another library? (foreign.go); not when this process holds it
 	}
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)
@@ -351,19 +351,23 @@ const (
 )
 
 // warnDown logs, at Warn, a waiting call whose attempts have failed for
-// downAfter because too few nodes answered (refused connections, time-outs:
-// not a key held by someone else), naming each node's error; again every
-// downEvery while it lasts. It goes to the Client's logger, or to
-// slog.Default without one: a Lock on dead nodes must not wait in silence.
+// downAfter because too few nodes could vote (unreachable, timed out,
+// quarantined or otherwise not counted: not a key held by someone else),
+// with how many of each and each node's clause; again every downEvery
+// while it lasts. It goes to the Client's logger, or to slog.Default
+// without one: a Lock on dead nodes must not wait in silence.
 func (c *Client) warnDown(ctx context.Context, r *request, n int, res result) {
-	answered := 0
-	for _, v := range res.out.Votes {
-		if v.Err == nil {
-			answered++ // a yes or a no: the node is up
+	voters := 0
+	for i, v := range res.out.Votes {
+		switch {
+		case v.Err == nil && !v.Discounted:
+			voters++ // a yes or a no that counts: the node is up
+		case errors.Is(v.Err, ErrPending) && c.discount(i) == nil:
+			voters++ // not waited for, and nothing known against it
 		}
 	}
 	now := c.o.clock.Now()
-	if answered >= c.need || len(res.out.Votes) == 0 {
+	if voters >= c.need || len(res.out.Votes) == 0 {
 		r.down = time.Time{}
 		return
 	}
@@ -378,8 +382,10 @@ func (c *Client) warnDown(ctx context.Context, r *request, n int, res result) {
 	if lg == nil {
 		lg = slog.Default()
 	}
-	qe := c.failed(*r, n, res).err
-	lg.LogAttrs(ctx, slog.LevelWarn, "redlock: still waiting: too few nodes answer", slog.Any("keys", r.keys),
-		slog.String("client", c.id), slog.Int("answered", answered), slog.Int("need", c.need),
-		slog.Duration("for", now.Sub(r.down)), slog.Int("attempts", n), slog.String("error", qe.Error()))
+	qe := c.failed(*r, n, res).err.(*QuorumError)
+	t := tallyNodes(qe.Nodes)
+	lg.LogAttrs(ctx, slog.LevelWarn, "redlock: still waiting: too few nodes can vote", slog.Any("keys", r.keys),
+		slog.String("client", c.id), slog.Int("voters", voters), slog.Int("need", c.need),
+		slog.Int("unreachable", t.unreachable), slog.Int("timed_out", t.slow), slog.Int("not_counted", t.notCounted+t.discounted),
+		slog.Int("failed", t.failed), slog.Duration("for", now.Sub(r.down)), slog.Int("attempts", n), slog.String("error", qe.Error()))
 }

@@ -159,11 +159,13 @@ func (e *QuorumError) Error() string {
 
 // quorumMsgMax bounds the length of a QuorumError's message (but for a
 // header that is longer by itself).
-const quorumMsgMax = 300
+const quorumMsgMax = 360
 
 // why says in plain words why the round failed: ctx's error or the cause
 // that ended the call, a quorum reached too late, and a tally of the nodes
-// that said no or did not vote.
+// by what kept their vote out: held elsewhere (a no), unreachable,
+// timed out, failed otherwise, not counted (quarantined, same server,
+// clock drift) and not waited for (the round was decided first).
 func (e *QuorumError) why() []string {
 	var why []string
 	if e.Cause != nil {
@@ -172,28 +174,67 @@ func (e *QuorumError) why() []string {
 	if e.Got >= e.Need && e.Op == observe.OpAcquire {
 		why = append(why, fmt.Sprintf("quorum reached but the validity ran out (%v left)", e.Validity))
 	}
-	no, failed, discounted := 0, 0, 0
-	for _, n := range e.Nodes {
-		switch {
-		case n.Err != nil:
-			failed++
-		case n.Vote && n.Discounted != nil:
-			discounted++
-		case !n.Vote:
-			no++
-		}
-	}
-	if no > 0 {
-		why = append(why, fmt.Sprintf("%s on %s", noWords(e.Op), count(no, len(e.Nodes))))
+	t := tallyNodes(e.Nodes)
+	if t.no > 0 {
+		why = append(why, fmt.Sprintf("%s on %s", noWords(e.Op), count(t.no, len(e.Nodes))))
 	}
 	var ie *incurableError
-	if failed > 0 && !errors.As(e.Cause, &ie) { // else the cause counts them
-		why = append(why, count(failed, len(e.Nodes))+" did not vote")
+	if errors.As(e.Cause, &ie) {
+		t.unreachable, t.slow, t.failed = 0, 0, 0 // the cause counts them
 	}
-	if discounted > 0 {
-		why = append(why, count(discounted, len(e.Nodes))+" said yes but were not counted")
+	// The first count names the nodes ("2 of 5 nodes"), the others follow
+	// it as bare numbers.
+	first := true
+	for _, k := range []struct {
+		n     int
+		words string
+	}{{t.unreachable, "unreachable"}, {t.slow, "timed out"}, {t.failed, "did not vote"}, {t.notCounted, "not counted"},
+		{t.discounted, "said yes but not counted"}, {t.notAwaited, "not waited for"}} {
+		switch {
+		case k.n == 0:
+		case first:
+			why, first = append(why, count(k.n, len(e.Nodes))+" "+k.words), false
+		default:
+			why = append(why, fmt.Sprintf("%d %s", k.n, k.words))
+		}
 	}
 	return why
+}
+
+// nodeTally counts a round's nodes by what became of their vote.
+type nodeTally struct {
+	no          int // a plain no (held elsewhere, not ours)
+	unreachable int // connection refused, dropped or closed, host not found (also what kept a command from being sent)
+	slow        int // timed out (likewise)
+	failed      int // any other error (an error reply, not asked for another reason)
+	discounted  int // a yes not counted
+	notCounted  int // not asked or not waited for, and its vote would not have counted
+	notAwaited  int // not waited for: the round was decided first
+}
+
+func tallyNodes(nodes []observe.NodeResult) nodeTally {
+	var t nodeTally
+	for _, n := range nodes {
+		switch {
+		case n.Vote && n.Discounted != nil:
+			t.discounted++
+		case errors.Is(n.Err, ErrPending) && n.Discounted != nil:
+			t.notCounted++
+		case errors.Is(n.Err, ErrPending):
+			t.notAwaited++
+		case notCountedErr(n.Err):
+			t.notCounted++ // not asked: its vote could not count
+		case n.Err != nil && unreachableErr(n.Err):
+			t.unreachable++
+		case n.Err != nil && node.IsTimeout(n.Err):
+			t.slow++
+		case n.Err != nil:
+			t.failed++
+		case !n.Vote:
+			t.no++
+		}
+	}
+	return t
 }
 
 // count is "k of n nodes" ("1 node" when n is 1).
@@ -229,7 +270,10 @@ func (e *QuorumError) clauses() []clause {
 	at := map[string]int{}
 	for _, n := range e.Nodes {
 		var w string
+		pending := errors.Is(n.Err, ErrPending)
 		switch {
+		case pending && n.Discounted != nil:
+			w, pending = nodeWords(n.Discounted), false // not counted in any case: that is what to say
 		case n.Err != nil:
 			w = nodeWords(n.Err)
 		case n.Vote && n.Discounted != nil:
@@ -242,7 +286,7 @@ func (e *QuorumError) clauses() []clause {
 			continue
 		}
 		at[w] = len(out)
-		out = append(out, clause{addrs: []string{n.Addr}, words: w, pending: errors.Is(n.Err, ErrPending)})
+		out = append(out, clause{addrs: []string{n.Addr}, words: w, pending: pending})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return !out[i].pending && out[j].pending }) // the failures first
 	return out

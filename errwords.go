@@ -19,7 +19,7 @@ import (
 // stays in the NodeResult.
 func nodeWords(err error) string {
 	if errors.Is(err, ErrPending) {
-		return "no answer yet"
+		return "not waited for (the round was decided)"
 	}
 	if e, ok := asNotSent(err); ok {
 		return notAskedWords(e)
@@ -116,6 +116,22 @@ func transportWords(err error) string {
 		return "connection closed"
 	}
 	return cut(trimPrefixes(err.Error()), 60)
+}
+
+// unreachableErr reports whether err says the node could not be reached at
+// all: a refused, dropped or closed connection, an unknown host (not a
+// timeout: a slow node is reached, late).
+func unreachableErr(err error) bool {
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &dns) || errors.Is(err, redis.ErrClosed)
+}
+
+// notCountedErr reports whether err keeps a node's vote out because it
+// could not count: quarantined, the same server as another node, a clock
+// outside the drift budget.
+func notCountedErr(err error) bool {
+	return errors.Is(err, ErrNodeQuarantined) || errors.Is(err, ErrSameServer) || errors.Is(err, ErrClockDrift)
 }
 
 // causeWords says in plain words what ended a failed call: ctx's error,

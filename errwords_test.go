@@ -40,13 +40,13 @@ func TestQuorumErrorMessage(t *testing.T) {
 	qe := &QuorumError{Op: observe.OpAcquire, Keys: []string{"orders:42"}, Need: 3, Got: 1, Attempts: 1, Err: ErrNotObtained, Nodes: mixedNodes(addr)}
 	msg := qe.Error()
 	t.Logf("%d bytes: %s", len(msg), msg)
-	if want := `redlock: lock not obtained: acquire ["orders:42"]: got 1 of 3 needed: 4 of 5 nodes did not vote;`; !strings.HasPrefix(msg, want) {
+	if want := `redlock: lock not obtained: acquire ["orders:42"]: got 1 of 3 needed: 1 of 5 nodes unreachable, 2 timed out, 1 not waited for;`; !strings.HasPrefix(msg, want) {
 		t.Errorf("message does not start with the summary %q", want)
 	}
 	if len(msg) > quorumMsgMax {
 		t.Errorf("message of %d bytes, want at most %d", len(msg), quorumMsgMax)
 	}
-	for i, want := range []string{"connection refused", "timed out", "not asked: its TTL register (redlock:ttl) not written (timed out)", "no answer yet"} {
+	for i, want := range []string{"connection refused", "timed out", "not asked: its TTL register (redlock:ttl) not written (timed out)", "not waited for (the round was decided)"} {
 		if c := addr(i) + ": " + want; !strings.Contains(msg, c) {
 			t.Errorf("message lacks %q", c)
 		}
@@ -79,7 +79,7 @@ func TestQuorumErrorCap(t *testing.T) {
 	if len(msg) > quorumMsgMax {
 		t.Errorf("message of %d bytes, want at most %d", len(msg), quorumMsgMax)
 	}
-	if !strings.Contains(msg, "got 0 of 5 needed: 9 of 9 nodes did not vote;") || !strings.Contains(msg, "... (3 keys)") {
+	if !strings.Contains(msg, "got 0 of 5 needed: 8 of 9 nodes timed out, 1 did not vote;") || !strings.Contains(msg, "... (3 keys)") {
 		t.Errorf("summary missing")
 	}
 	if !strings.HasSuffix(msg, "more nodes") && !strings.HasSuffix(msg, "more node") {
@@ -101,7 +101,7 @@ func TestNodeWords(t *testing.T) {
 		err  error
 		want string
 	}{
-		{ErrPending, "no answer yet"},
+		{ErrPending, "not waited for (the round was decided)"},
 		{ErrNodeSkipped, "not asked: its last call timed out, a probe is in flight"},
 		{errReleasePending, "not asked: our release there was still in flight"},
 		{gated("a:1", "identity learned", "", &QuarantineError{}), "not asked: restarted recently: quarantined"},

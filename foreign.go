@@ -25,6 +25,18 @@ const (
 	// held by a foreign value, with jitter in [foreignPoll/2, foreignPoll]:
 	// about how often a go-redsync waiter tries (50-250 ms at random).
 	foreignPoll = 50 * time.Millisecond
+	// foreignYield bounds how long this Client's head waits, jittered in
+	// [foreignYield/2, foreignYield], before it takes back a key shared
+	// with foreign holders after its own run on it (yieldForeign): about
+	// one retry interval of a go-redsync waiter (50-250 ms at random), so
+	// that one of several waiting there usually tries within it.
+	foreignYield = 100 * time.Millisecond
+	// foreignIdle is how many such waits in a row no foreign holder may
+	// use before the Client stops waiting on the key.
+	foreignIdle = 3
+	// foreignSlow is how long a foreign turn (from such a wait to this
+	// Client's next lock) may last before the next wait is skipped.
+	foreignSlow = time.Second
 	// foreignRecheck is how long a waiter trusts what a read found before
 	// it reads the key again.
 	foreignRecheck = time.Second
@@ -33,6 +45,9 @@ const (
 	// doubles with each read that found none.
 	sampleFirst = time.Second
 	sampleMax   = 16 * time.Second
+	// sampleFree is how soon a Client may read again after a read that
+	// found the refused key free (its holder left meanwhile).
+	sampleFree = 100 * time.Millisecond
 )
 
 // foreignState is what a Client learned about foreign owner values. It is
@@ -41,6 +56,46 @@ type foreignState struct {
 	seen  atomic.Bool  // a foreign value was found: reads only for waiters from now on
 	next  atomic.Int64 // the earliest next sample (UnixNano on the Client's clock)
 	every atomic.Int64 // the interval after the next sample; 0: sampleFirst
+
+	mu   sync.Mutex
+	keys map[string]time.Time // keys a foreign value was found under, and when last (at most foreignKeysMax)
+}
+
+// foreignKeysMax bounds how many keys a Client remembers foreign values
+// under; past it, the key found longest ago is forgotten.
+const foreignKeysMax = 1024
+
+// foundOn records that a foreign value was found under key at now.
+func (f *foreignState) foundOn(key string, now time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.keys == nil {
+		f.keys = map[string]time.Time{}
+	}
+	if _, ok := f.keys[key]; !ok && len(f.keys) >= foreignKeysMax {
+		oldest, at := "", now
+		for k, t := range f.keys {
+			if t.Before(at) {
+				oldest, at = k, t
+			}
+		}
+		delete(f.keys, oldest)
+	}
+	f.keys[key] = now
+}
+
+// sharedKey reports whether a foreign value was ever found under key
+// (within the last foreignKeysMax keys): its holders' waiters are not
+// seen (they poll; a foreign release publishes nothing), so the key is
+// treated as one another process waits for.
+func (f *foreignState) sharedKey(key string) bool {
+	if !f.seen.Load() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.keys[key]
+	return ok
 }
 
 // ownFormat reports whether v is an owner value this library writes
@@ -117,6 +172,7 @@ func (c *Client) holders(ctx context.Context, key string) holding {
 		}
 	}
 	if h.foreign {
+		c.foreign.foundOn(key, h.at)
 		c.sawForeign(ctx, key)
 		if k := c.need - h.free; k > 0 && k <= len(left) {
 			slices.Sort(left)
@@ -158,9 +214,12 @@ func (c *Client) sawForeign(ctx context.Context, key string) {
 }
 
 // sample reads key in the background after a refused attempt, at most
-// once per sampleFirst, then less often up to sampleMax, until a foreign
-// value has been found: so that a Client that only ever TryLocks or waits
-// with a short backoff also learns of a mixed deployment.
+// once per sampleFirst, then, while the reads find a holder of this
+// library's, less often up to sampleMax, until a foreign value has been
+// found: so that a Client that only ever TryLocks or waits with a short
+// backoff also learns of a mixed deployment. A read that finds the key
+// free (its holder, maybe a short foreign hold, left meanwhile) lets the
+// next refusal read again after sampleFree.
 func (c *Client) sample(key string) {
 	f := &c.foreign
 	if f.seen.Load() || c.closed.Load() {
@@ -171,11 +230,17 @@ func (c *Client) sample(key string) {
 	if now < next || !f.next.CompareAndSwap(next, now+int64(every)) {
 		return
 	}
-	f.every.Store(int64(min(2*every, sampleMax)))
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		c.holders(context.Background(), key)
+		h := c.holders(context.Background(), key)
+		switch {
+		case h.own:
+			f.every.Store(int64(min(2*every, sampleMax))) // a holder of ours refused it: less often
+		case !h.foreign:
+			f.every.Store(int64(sampleFirst))
+			f.next.Store(h.at.Add(sampleFree).UnixNano()) // gone already, maybe a short foreign hold: look again soon
+		}
 	}()
 }
 

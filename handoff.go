@@ -50,7 +50,8 @@ func (c *Client) runOver(l *Lock) bool {
 	}
 	key := l.waitKey()
 	seen := c.rivalSeen(key) || c.hub.Watched(key) // a multi-key call of this Client waits for it too
-	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), c.o.localRun, seen)
+	d := max(c.o.localRun, c.runOwed(key))          // a turn as long as the foreign holders' last one (rivals.go)
+	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), d, seen)
 	if ask && !end && c.hub.Queued(key) {
 		c.askRivals(key)
 	}
@@ -87,6 +88,9 @@ func (c *Client) released(l *Lock, deleted, over bool) {
 	case !over:
 		c.hub.ReleasedOwner(l.waitKey(), l.owner)
 	default:
+		if deleted {
+			c.yieldForeign(l.waitKey()) // before the wake-up: the head reads it in raceDelay
+		}
 		c.hub.Unheld(l.waitKey(), deleted)
 	}
 }

@@ -282,7 +282,7 @@ func TestQuoteKeysBounded(t *testing.T) {
 }
 
 // A Lock on nodes that refuse connections does not wait in silence: after
-// about a second it logs, at Warn, that too few nodes answer, naming
+// about a second it logs, at Warn, that too few nodes can vote, naming
 // each node and its error.
 func TestLockOnDeadNodesSaysSo(t *testing.T) {
 	var buf syncBuffer
@@ -298,10 +298,10 @@ func TestLockOnDeadNodesSaysSo(t *testing.T) {
 		t.Fatalf("Lock on dead nodes: %v", err)
 	}
 	out := buf.String()
-	if !strings.Contains(out, "too few nodes answer") || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "refused") {
+	if !strings.Contains(out, "too few nodes can vote") || !strings.Contains(out, "127.0.0.1:1") || !strings.Contains(out, "refused") {
 		t.Fatalf("no warning naming the nodes and the cause; log:\n%s", out)
 	}
-	if n := strings.Count(out, "too few nodes answer"); n != 1 {
+	if n := strings.Count(out, "too few nodes can vote"); n != 1 {
 		t.Fatalf("%d warnings in 3 s, want 1 (then one every %v)", n, downEvery)
 	}
 }

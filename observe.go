@@ -163,12 +163,23 @@ func (c *Client) report(ctx context.Context, o outcome) {
 	}
 }
 
+// level returns the level and message of o's log line: a failure the
+// operator may have to act on at Warn (lost, not obtained for want of
+// answering nodes, a failed release or extension), a bug at Error, and
+// the normal outcomes below: a key held by someone else (Debug for one
+// attempt, Info for a Lock that waited until its ctx or attempt cap ended
+// it) and every success at Debug.
 func (o outcome) level() (slog.Level, string) {
 	switch {
 	case o.err != nil && errors.Is(o.err, ErrInternal):
 		return slog.LevelError, "redlock: internal error"
 	case o.op == opLost:
 		return slog.LevelWarn, "redlock: lock lost"
+	case o.err != nil && o.op == opAcquire && heldElsewhere(o.err):
+		if o.attempts > 1 {
+			return slog.LevelInfo, "redlock: not obtained: held elsewhere" // a Lock that waited its ctx out
+		}
+		return slog.LevelDebug, "redlock: not obtained: held elsewhere" // a TryLock's normal no
 	case o.err != nil && o.op == opAcquire:
 		return slog.LevelWarn, "redlock: not obtained"
 	case o.err != nil && o.op == opRenew && isMaxHold(o.err):
@@ -206,4 +217,22 @@ func shortOwner(v string) string {
 		a = a[:8]
 	}
 	return a
+}
+
+// heldElsewhere reports whether err is an acquisition refused because the
+// key is held: its last round's plain no votes alone leave the yes votes
+// short of the quorum, and nothing else (a type clash, refusing nodes,
+// Close) ended it but the call's own ctx.
+func heldElsewhere(err error) bool {
+	qe, ok := err.(*QuorumError)
+	if !ok || qe.Cause != nil && !errors.Is(qe.Cause, context.Canceled) && !errors.Is(qe.Cause, context.DeadlineExceeded) {
+		return false
+	}
+	no := 0
+	for _, n := range qe.Nodes {
+		if n.Err == nil && !n.Vote {
+			no++
+		}
+	}
+	return no > 0 && no > len(qe.Nodes)-qe.Need
 }

@@ -328,12 +328,14 @@ func WithLocalHandoffRun(d time.Duration) Option {
 // holds a lock. At most 64 printable bytes, no spaces or colons.
 func WithName(name string) Option { return clientOption(func(o *options) { o.name = name }) }
 
-// WithLogger logs acquisitions, failures, releases and failed extensions at
-// Debug (success) and Warn (failure) level. Default: silent, but for one
-// line: a Lock call still waiting after a second in which too few nodes
-// answered (refused connections, time-outs; not a key held by someone
-// else) says so at Warn, naming each node's error, through slog.Default,
-// and again every 30 s while it lasts.
+// WithLogger sends the Client's log lines to l: every success at Debug,
+// a key held by someone else at Debug (one attempt) or Info (a Lock whose
+// ctx or attempt cap ended it), failures the operator may have to act on
+// at Warn, a bug of this package at Error. Without it nothing is logged
+// but four warnings and internal errors, which go to slog.Default: a Lock
+// still waiting after a second in which too few nodes answered, a foreign
+// owner value found, a node whose identity or TTL register cannot be read
+// or written, and ErrInternal.
 func WithLogger(l *slog.Logger) Option { return clientOption(func(o *options) { o.logger = l }) }
 
 // WithClock sets the time source for validity and backoff (default

@@ -685,10 +685,13 @@ func (c *Client) results(out quorum.Outcome) []observe.NodeResult {
 	r := make([]observe.NodeResult, len(out.Votes))
 	for i, v := range out.Votes {
 		r[i] = observe.NodeResult{Addr: c.nodes[i].Addr(), Vote: v.OK, Err: v.Err, Latency: v.Latency}
-		if v.Discounted {
+		switch {
+		case v.Discounted:
 			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
 				r[i].Discounted = errDiscounted // the gate has cleared since the round
 			}
+		case errors.Is(v.Err, ErrPending):
+			r[i].Discounted = c.discount(i) // not waited for: would its yes have counted?
 		}
 	}
 	return r

@@ -31,6 +31,12 @@ type rival struct {
 	others    bool          // a node asked since the last win said another process waits (or could not tell)
 	asking    bool          // a node is being asked (askRivals)
 	asked     time.Time     // when a node was last asked
+	yield     time.Time     // a key shared with foreign holders: until when the head leaves it to their polls (yieldForeign)
+	yieldAt   time.Time     // when the last such wait began, until this Client next takes the key
+	yielded   bool          // the head's next attempt follows such a wait
+	idle      int           // such waits in a row that no foreign holder used
+	slow      bool          // after the last such wait, the foreign holders kept the key past foreignSlow
+	owed      time.Duration // how long they had it since: this Client's next run may last as long (at most foreignSlow)
 }
 
 // rivalWait is how many units a head that lost this many races waits.
@@ -43,14 +49,51 @@ func (c *Client) raceDelay(key string, t lockType) time.Duration {
 	if !t.runs() {
 		return 0
 	}
+	now := c.o.clock.Now()
 	rs := &c.rivals
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.keys[key]
-	if r == nil || !r.contended {
+	if r == nil {
 		return 0
 	}
-	return time.Duration(rivalWait(r.losses)) * r.unit
+	var d time.Duration
+	if r.contended {
+		d = time.Duration(rivalWait(r.losses)) * r.unit
+	}
+	if y := r.yield.Sub(now); y > d {
+		d, r.yielded = y, true
+	}
+	r.yield = time.Time{}
+	return d
+}
+
+// yieldForeign makes this Client's next head of key, a key shared with
+// foreign holders (foreign.go), wait up to foreignYield (jittered) before
+// it tries again after this Client's run on it ended on the nodes: the
+// other library's waiters poll and are never seen waiting, so this is
+// their turn. After foreignIdle such waits in a row that no foreign
+// holder used (the head then took the key), the Client stops waiting
+// until one does again; after a wait that the foreign holders turned into
+// a turn longer than foreignSlow (go-redsync's releasing goroutine takes
+// the key straight back), the next run's end is not theirs: the turns
+// alternate instead of going to whoever never lets go.
+func (c *Client) yieldForeign(key string) {
+	if !c.foreign.sharedKey(key) {
+		return
+	}
+	now := c.o.clock.Now()
+	rs := &c.rivals
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r := rs.rival(key)
+	r.owed = 0 // the run it was for is over
+	switch {
+	case r.slow:
+		r.slow = false // they had a long turn: this run's end is not theirs
+	case r.idle < foreignIdle:
+		r.yield, r.yieldAt = now.Add(jitter(foreignYield)), now
+	}
 }
 
 // raced records the outcome of an attempt by this Client's head of key
@@ -63,6 +106,7 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 		return
 	}
 	var unit time.Duration
+	now := c.o.clock.Now()
 	if won {
 		unit = c.quorumLatency(votes) // outside the lock
 	}
@@ -70,6 +114,17 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	r := rs.rival(key)
+	switch {
+	case !won:
+		r.idle = 0 // someone else holds the key: waits for its turn may be used
+	case r.yielded:
+		r.idle++ // no one came during the wait
+	}
+	if won && !r.yieldAt.IsZero() {
+		turn := now.Sub(r.yieldAt) // the foreign holders' turn, and the wait for it
+		r.slow, r.owed, r.yieldAt = turn > foreignSlow, min(turn, foreignSlow), time.Time{}
+	}
+	r.yielded = false
 	if !won {
 		if woken {
 			r.losses++
@@ -83,11 +138,15 @@ func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.V
 
 // rivalSeen reports whether another process is seen waiting for key since
 // this Client last took it from the nodes: its head, woken by a release,
-// lost the race for it, or a node said so (askRivals). An attempt on the
+// lost the race for it, or a node said so (askRivals), or the key is one
+// a foreign value was found under (always). An attempt on the
 // backoff timer that finds the key held may have found this Client's own
 // hold, so it does not count; a win starts over, since who waits then
 // is not known, and the next run asks.
 func (c *Client) rivalSeen(key string) bool {
+	if c.foreign.sharedKey(key) {
+		return true // another library's waiters poll unseen (foreign.go)
+	}
 	rs := &c.rivals
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -123,6 +182,19 @@ func (c *Client) askRivals(key string) {
 			r.asking, r.others = false, others || err != nil
 		}
 	}()
+}
+
+// runOwed is how long this Client's run of passes on key may last after
+// it left the key to foreign holders (yieldForeign): as long as it was
+// away, at most foreignSlow, so that turns are shared out by time; else 0.
+func (c *Client) runOwed(key string) time.Duration {
+	rs := &c.rivals
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if r := rs.keys[key]; r != nil {
+		return r.owed
+	}
+	return 0
 }
 
 // rival returns key's record, making it. rs.mu is held.

@@ -71,6 +71,8 @@ type NodeResult struct {
 	// Discounted, if set, says why the node's yes did not count toward the
 	// quorum (redlock.ErrNodeQuarantined, ErrSameServer, ErrClockDrift):
 	// the node received the command, but its vote could not be trusted.
+	// With Err redlock.ErrPending (the round did not wait for the node),
+	// it says why its yes would not have counted either.
 	Discounted error
 }
 

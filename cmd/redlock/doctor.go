@@ -21,9 +21,12 @@ import (
 	"github.com/redlock-go/redlock/admin"
 )
 
-// Verdicts of a doctor check.
+// Verdicts of a doctor check. INFO is no verdict: what was found cannot
+// fail with the settings given (WAITAOF without --durable) or could not be
+// looked at without harm; it counts as OK.
 const (
 	verdictOK   = "OK"
+	verdictInfo = "INFO"
 	verdictWarn = "WARN"
 	verdictFail = "FAIL"
 )
@@ -51,7 +54,7 @@ const doctorCallTimeout = 2 * time.Second
 // Check is one verdict on one node.
 type Check struct {
 	Check   string `json:"check"`
-	Verdict string `json:"verdict"` // OK, WARN or FAIL
+	Verdict string `json:"verdict"` // OK, INFO (not judged), WARN or FAIL
 	Reason  string `json:"reason"`
 }
 
@@ -161,6 +164,7 @@ type doctorConfig struct {
 	window      time.Duration
 	quorum      int
 	durable     bool // --durable: WithDurableVotes
+	verbose     bool // -v: every check of every node
 }
 
 func doctorCmd(fs *flag.FlagSet) runner {
@@ -172,6 +176,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
 	asJSON := fs.Bool("json", false, "print JSON")
+	verbose := fs.Bool("v", false, "print every check of every node (default: one line per node and each finding that is not OK once)")
 	durable := fs.Bool("durable", false, "the Client uses WithDurableVotes: a node that cannot confirm votes on disk is a FAIL")
 	return func(_ []string, out, _ io.Writer) error {
 		switch {
@@ -213,6 +218,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 			cfg.callTimeout = t
 		}
 
+		cfg.verbose = *verbose
 		return report(out, doctor(context.Background(), opts, shown, cfg), cfg, *asJSON)
 	}
 }
@@ -386,7 +392,7 @@ func probeWaitAOF(ctx context.Context, c *redis.Client) string {
 // information.
 func durableCheck(n *NodeReport, required bool, timeout time.Duration) Check {
 	if n.WaitAOF != "yes" {
-		v := verdictOK
+		v := verdictInfo
 		if required {
 			v = verdictFail
 		}
@@ -746,7 +752,7 @@ func sameHost(addr string) string {
 }
 
 func worse(a, b string) string {
-	rank := map[string]int{verdictOK: 0, verdictWarn: 1, verdictFail: 2}
+	rank := map[string]int{verdictOK: 0, verdictInfo: 0, verdictWarn: 1, verdictFail: 2}
 	if rank[b] > rank[a] {
 		return b
 	}
@@ -974,9 +980,9 @@ var featureSpecs = []struct {
 func versionCheck(server, version, infoErr string) (Check, []Feature) {
 	if version == "" {
 		if infoErr != "" {
-			return Check{checkVersion, verdictOK, "not checked: " + infoErr}, nil
+			return Check{checkVersion, verdictInfo, "not checked: " + infoErr}, nil
 		}
-		return Check{checkVersion, verdictOK, "no version in INFO"}, nil
+		return Check{checkVersion, verdictInfo, "no version in INFO"}, nil
 	}
 	have := parseVersion(version)
 	var fs []Feature
@@ -1032,14 +1038,18 @@ func printDoctor(out io.Writer, rep DoctorReport, cfg doctorConfig) {
 	fmt.Fprintf(out, "redlock doctor: %d nodes, quorum %d, TTL %v, node timeout %v, drift factor %g; %d samples per node over %v\n\n",
 		len(rep.Nodes), cfg.quorum, cfg.ttl, cfg.callTimeout, cfg.drift, cfg.samples, cfg.window)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tCHECK\tVERDICT\tDETAIL")
-	for _, n := range rep.Nodes {
-		for _, c := range n.Checks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Node, c.Check, c.Verdict, c.Reason)
+	if cfg.verbose {
+		fmt.Fprintln(tw, "NODE\tCHECK\tVERDICT\tDETAIL")
+		for _, n := range rep.Nodes {
+			for _, c := range n.Checks {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Node, c.Check, c.Verdict, c.Reason)
+			}
 		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", "(all)", "quorum", rep.Quorum.Verdict, rep.Quorum.Reason)
+		tw.Flush()
+	} else {
+		printBrief(out, tw, rep)
 	}
-	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", "(all)", "quorum", rep.Quorum.Verdict, rep.Quorum.Reason)
-	tw.Flush()
 	fmt.Fprintln(out)
 	var line string
 	switch rep.Verdict {
@@ -1053,7 +1063,63 @@ func printDoctor(out io.Writer, rep DoctorReport, cfg doctorConfig) {
 	default:
 		line = fmt.Sprintf("UNREACHABLE: a node could not be checked; %s, %s", plural(rep.Failures, "failed check"), plural(rep.Warnings, "warning"))
 	}
+	if !cfg.verbose {
+		line += " (-v: every check of every node)"
+	}
 	fmt.Fprintln(out, "verdict: "+line)
+}
+
+// printBrief prints one line per node (its verdict, server, uptime, PING
+// p50, clock rate error and the checks that are not OK), then each
+// finding that is not OK once, with the nodes it was found on, then the
+// quorum's line.
+func printBrief(out io.Writer, tw *tabwriter.Writer, rep DoctorReport) {
+	fmt.Fprintln(tw, "NODE\tVERDICT\tSERVER\tUP\tPING p50\tCLOCK\tFINDINGS")
+	type finding struct {
+		c     Check
+		nodes []string
+	}
+	var fs []*finding
+	at := map[Check]*finding{}
+	for _, n := range rep.Nodes {
+		var notOK []string
+		for _, c := range n.Checks {
+			if c.Verdict == verdictOK {
+				continue
+			}
+			notOK = append(notOK, c.Check)
+			if f := at[c]; f != nil {
+				f.nodes = append(f.nodes, n.Node)
+				continue
+			}
+			at[c] = &finding{c: c, nodes: []string{n.Node}}
+			fs = append(fs, at[c])
+		}
+		server, up, ping, clock := "-", "-", "-", "-"
+		if n.Version != "" {
+			server = map[bool]string{true: "Valkey", false: "Redis"}[n.Server == "valkey"] + " " + n.Version
+		}
+		if n.Reachable && n.infoErr == "" {
+			up = (time.Duration(n.UptimeS) * time.Second).String()
+		}
+		if n.Latency != nil && n.Latency.Pings > n.Latency.Failed {
+			ping = fmtMs(n.Latency.P50Ms)
+		}
+		if n.Clock != nil {
+			clock = fmt.Sprintf("%+.0f ppm", n.Clock.RateErrorPPM)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Verdict, server, up, ping, clock, strings.Join(notOK, ", "))
+	}
+	tw.Flush()
+	fmt.Fprintln(out)
+	for _, f := range fs {
+		where := strings.Join(f.nodes, ", ")
+		if len(f.nodes) == len(rep.Nodes) && len(f.nodes) > 1 {
+			where = fmt.Sprintf("all %d nodes", len(f.nodes))
+		}
+		fmt.Fprintf(out, "%s %s on %s: %s\n", f.c.Verdict, f.c.Check, where, f.c.Reason)
+	}
+	fmt.Fprintf(out, "%s quorum: %s\n", rep.Quorum.Verdict, rep.Quorum.Reason)
 }
 
 func plural(n int, what string) string {

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -81,16 +82,18 @@ func redisClient(t *testing.T, u string) *redis.Client {
 // fast keeps the clock sampling short where the test is not about it.
 var fast = []string{"--samples", "4", "--window", "300ms"}
 
+// doctorRun runs doctor -v (every check of every node, which row reads)
+// on urls.
 func doctorRun(t *testing.T, urls []string, extra ...string) (int, string, string) {
 	t.Helper()
-	args := append([]string{"doctor", "--nodes", strings.Join(urls, ",")}, extra...)
+	args := append([]string{"doctor", "-v", "--nodes", strings.Join(urls, ",")}, extra...)
 	return runCmd(t, args...)
 }
 
 // row finds the verdict and reason of one node's check in the table.
 func row(t *testing.T, out, node, check string) (string, string) {
 	t.Helper()
-	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + `\s+` + check + `\s+(OK|WARN|FAIL)\s+(.*)$`)
+	re := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(node) + `\s+` + check + `\s+(OK|INFO|WARN|FAIL)\s+(.*)$`)
 	m := re.FindStringSubmatch(out)
 	if m == nil {
 		t.Fatalf("no %s row for %s:\n%s", check, node, out)
@@ -325,7 +328,7 @@ func TestDoctorJSON(t *testing.T) {
 		}
 		for _, name := range doctorChecks {
 			c, ok := got[name]
-			if !ok || (c.Verdict != verdictOK && c.Verdict != verdictWarn && c.Verdict != verdictFail) || c.Reason == "" {
+			if !ok || !slices.Contains([]string{verdictOK, verdictInfo, verdictWarn, verdictFail}, c.Verdict) || c.Reason == "" {
 				t.Errorf("node %d check %s: %+v (present %v)", i, name, c, ok)
 			}
 		}
@@ -638,5 +641,40 @@ func TestDoctorAsDocumentedUser(t *testing.T) {
 				t.Errorf("%s %s: %s %s", u, c, v, reason)
 			}
 		}
+	}
+}
+
+// Without -v, five healthy nodes fit on one screen: a line per node, each
+// finding that is not OK once however many nodes share it, the quorum and
+// the verdict; and no line says OK beside an error (a WAITAOF that a
+// Redis 7.0 node refuses is INFO, not OK).
+func TestDoctorBrief(t *testing.T) {
+	var urls []string
+	for range 5 {
+		urls = append(urls, redisNode(t))
+	}
+	code, out, errOut := runCmd(t, append([]string{"doctor", "--nodes", strings.Join(urls, ",")}, fast...)...)
+	if code != exitOK {
+		t.Fatalf("exit %d, want 0\n%s%s", code, out, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	if len(lines) > 25 {
+		t.Errorf("%d lines for 5 healthy nodes, want at most 25:\n%s", len(lines), out)
+	}
+	if n := strings.Count(out, "appendonly no: a restart forgets"); n != 1 {
+		t.Errorf("the persistence finding printed %d times, want once:\n%s", n, out)
+	}
+	for _, u := range urls {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(u) + `\s+WARN\s`).MatchString(out) {
+			t.Errorf("no line with its verdict for %s:\n%s", u, out)
+		}
+	}
+	for _, l := range lines {
+		if strings.Contains(l, "OK") && (strings.Contains(l, "refused") || strings.Contains(l, "ERR ")) {
+			t.Errorf("OK beside an error: %q", l)
+		}
+	}
+	if !strings.Contains(out, "verdict: OK with") || !strings.Contains(out, "-v: every check") {
+		t.Errorf("no verdict line pointing to -v:\n%s", out)
 	}
 }

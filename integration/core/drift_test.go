@@ -3,7 +3,9 @@ package core
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,10 +103,26 @@ func waitDrift(t *testing.T, c *redlock.Client, done func(observe.DriftStats) bo
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("drift monitor did not settle: %+v", s)
+			t.Fatalf("drift monitor did not settle in 30s: %s", driftSeen(s))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// driftSeen says what the drift monitor observed, the likeliest causes of
+// a failure first: TIME calls that failed (timeouts on a loaded machine
+// leave a node unknown), jumps, then each node's estimate.
+func driftSeen(s observe.DriftStats) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d TIME calls failed, %d jumps, %d flags;", s.Failures, s.Samples+s.Failures, s.Jumps, s.Flagged)
+	for _, n := range s.Nodes {
+		fmt.Fprintf(&b, " %s known %v drift %.5f ± %.5f", n.Addr, n.Known, n.Drift, n.Bound)
+		if n.Out != nil {
+			fmt.Fprintf(&b, " out (%v)", n.Out)
+		}
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // TestDriftMonitorExcludesSkewedClient: the same 20%-slow client with the
@@ -173,16 +191,19 @@ func TestDriftMonitorAcceptsTrueClock(t *testing.T) {
 	})
 	for _, n := range s.Nodes {
 		t.Logf("%s: drift %.5f ± %.5f", n.Addr, n.Drift, n.Bound)
-		if n.Out != nil || math.Abs(n.Drift) > n.Bound+1e-4 {
-			t.Errorf("%s: %+v", n.Addr, n)
+		switch {
+		case n.Out != nil:
+			t.Errorf("%s flagged on the true clock: %v; %s", n.Addr, n.Out, driftSeen(s))
+		case math.Abs(n.Drift) > n.Bound+1e-4:
+			t.Errorf("%s: drift %.5f outside its own bound ± %.5f on the true clock; %s", n.Addr, n.Drift, n.Bound, driftSeen(s))
 		}
 	}
 	if s.Flagged != 0 || s.Jumps != 0 {
-		t.Errorf("stats %+v", s)
+		t.Errorf("%d nodes flagged, %d jumps on the true clock; %s", s.Flagged, s.Jumps, driftSeen(s))
 	}
 	l, err := c.TryLock(context.Background(), "drift:true", driftTTL)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("TryLock with every node's clock accepted: %v (drift monitor: %s)", err, driftSeen(c.Stats().Drift))
 	}
 	_ = l.Release(context.Background())
 }

@@ -1378,3 +1378,38 @@ func attemptID(owner string) string {
 	_, a := redlock.SplitOwner(owner)
 	return a
 }
+
+// A key held by someone else is a normal outcome: a logger at Warn gets no
+// line for TryLock calls refused by the holder, and a Client without
+// WithLogger writes none of them to slog.Default either.
+func TestRefusedTryLockIsNoWarning(t *testing.T) {
+	var buf, def bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&syncWriter{w: &def, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	nodes := harness.Start(t, 3, harness.Config{})
+	logged, silent := client(t, nodes, redlock.WithLogger(logger)), client(t, nodes)
+	ctx := context.Background()
+	l, err := logged.Lock(ctx, "held", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Release(ctx)
+	for range 20 {
+		for _, c := range []*redlock.Client{logged, silent} {
+			if _, err := c.TryLock(ctx, "held", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
+				t.Fatalf("TryLock of a held key: %v, want ErrNotObtained", err)
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if buf.Len() > 0 {
+		t.Errorf("the Client's logger at Warn got lines for refused TryLocks:\n%s", buf.String())
+	}
+	if def.Len() > 0 {
+		t.Errorf("slog.Default got lines from a Client without a logger:\n%s", def.String())
+	}
+}

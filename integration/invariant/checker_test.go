@@ -642,9 +642,9 @@ func (c *checker) byClient() map[string]int {
 	return n
 }
 
-// failed counts an acquisition (Lock, TryLock) of the workload that
-// failed at ret, by the error's class.
-func (c *checker) failed(err error, ret time.Time) {
+// failed counts an acquisition (Lock, TryLock) of the workload's Client
+// client that failed at ret, by the error's class.
+func (c *checker) failed(client string, err error, ret time.Time) {
 	class := "other"
 	var q *redlock.QuorumError
 	switch {
@@ -660,14 +660,62 @@ func (c *checker) failed(err error, ret time.Time) {
 		class = "not obtained"
 	}
 	c.mu.Lock()
-	c.fails = append(c.fails, failure{class, ret, err.Error()})
+	c.fails = append(c.fails, failure{class, ret, err.Error(), client, q})
 	c.mu.Unlock()
 }
 
 type failure struct {
-	class string
-	at    time.Time
-	msg   string
+	class  string
+	at     time.Time
+	msg    string
+	client string
+	q      *redlock.QuorumError // nil unless the error is one
+}
+
+// causes says what kept client's failed acquisitions from a quorum: how
+// many failed, the classes of their errors, and what the nodes of their
+// last rounds answered (held elsewhere, timed out, quarantined, not
+// waited for, an error reply by its first word such as NOPERM, ...).
+func (c *checker) causes(client string) (failed int, classes, nodes map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	classes, nodes = map[string]int{}, map[string]int{}
+	for _, f := range c.fails {
+		if f.client != client {
+			continue
+		}
+		failed++
+		classes[f.class]++
+		if f.q == nil {
+			continue
+		}
+		for _, n := range f.q.Nodes {
+			nodes[nodeCause(n)]++
+		}
+	}
+	return failed, classes, nodes
+}
+
+// nodeCause names what one node's vote came to in a round.
+func nodeCause(n observe.NodeResult) string {
+	var re redis.Error
+	switch {
+	case n.Err == nil && n.Vote && n.Discounted != nil:
+		return "yes not counted"
+	case n.Err == nil && n.Vote:
+		return "yes"
+	case n.Err == nil:
+		return "held elsewhere"
+	case errors.Is(n.Err, redlock.ErrPending):
+		return "not waited for"
+	case errors.Is(n.Err, redlock.ErrNodeQuarantined):
+		return "quarantined"
+	case errors.As(n.Err, &re):
+		return "error reply " + strings.Fields(re.Error() + " ?")[0]
+	case n.Timeout():
+		return "timed out"
+	}
+	return "other error"
 }
 
 // failures is how many acquisitions failed in each window of w since

@@ -1,6 +1,8 @@
 package invariant
 
 import (
+	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -278,3 +280,35 @@ func TestReleaseWaitsForExtendBeforeHandoff(t *testing.T) {
 		t.Errorf("%d of %d trials: after Release raced an Extend(2s), the waiter's Lock reports more than the nodes hold; first: %s", failed, trials, first)
 	}
 }
+
+// The failure text for an ACL Client that took no lock names what was
+// observed first: with every node timing out it says so and clears the
+// ACL line; only a NOPERM reply names the ACL line as the cause.
+func TestACLCauseNamesObserved(t *testing.T) {
+	timeout := &redlock.QuorumError{Err: redlock.ErrNotObtained, Need: 2, Nodes: []observe.NodeResult{
+		{Addr: "a:1", Err: context.DeadlineExceeded}, {Addr: "b:1", Err: context.DeadlineExceeded}, {Addr: "c:1", Vote: true}}}
+	noperm := &redlock.QuorumError{Err: redlock.ErrNotObtained, Need: 2, Nodes: []observe.NodeResult{
+		{Addr: "a:1", Err: replyErr("NOPERM User acl has no permissions to run the 'evalsha' command")}, {Addr: "b:1", Vote: true}}}
+	for _, tc := range []struct {
+		err       error
+		want, not string
+	}{
+		{timeout, "timed out:6", "NOPERM"},
+		{noperm, "the ACL line lacks", "not the ACL line"},
+	} {
+		chk := &checker{}
+		for range 3 {
+			chk.failed("acl", tc.err, time.Now())
+		}
+		msg := aclCause(chk)
+		if !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.not) || !strings.HasPrefix(msg, "3 acquisitions failed") {
+			t.Errorf("%v: %s", tc.err, msg)
+		}
+	}
+}
+
+// replyErr is an error reply of a node (a redis.Error).
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}

@@ -276,7 +276,7 @@ func (w *worker) hold() {
 	cancel()
 	w.ops.Add(1)
 	if err != nil {
-		w.chk.failed(err, ret)
+		w.chk.failed(w.c.name, err, ret)
 		w.sleep(between(w.r, 0, 20*time.Millisecond))
 		return
 	}
@@ -690,7 +690,7 @@ func TestInvariant(t *testing.T) {
 	by := chk.byClient()
 	t.Logf("locks by Client: %v", by)
 	if by["acl"] == 0 {
-		t.Errorf("the Client made from the ACL line of docs/deployment.md took no lock: its user cannot do what the page says it can")
+		t.Errorf("the Client made from the ACL line of docs/deployment.md took no lock in %v: %s", dur, aclCause(chk))
 	}
 	t.Logf("locks per key per %v: %s", dur/10, chk.perKey(begin, dur/10))
 	t.Logf("failed acquisitions per %v: %s", dur/10, chk.failures(begin, dur/10))
@@ -700,6 +700,25 @@ func TestInvariant(t *testing.T) {
 	if n := chk.count.Load(); n > 0 {
 		t.Errorf("%d violations of the promise by %d Locks or pairs (seed %d); the first of each:\n%s", n, len(chk.seen), sd, joinLines(chk.found))
 	}
+}
+
+// aclCause says why the ACL line's Client took no lock, what was observed
+// first: how its acquisitions failed and what the nodes answered; the
+// ACL line is named as the cause only if a node refused its user
+// (NOPERM), else the cause is what the nodes did answer (timeouts,
+// quarantines, other holders).
+func aclCause(chk *checker) string {
+	failed, classes, nodes := chk.causes("acl")
+	s := fmt.Sprintf("%d acquisitions failed (%v); their last rounds' node answers: %v", failed, classes, nodes)
+	for cause := range nodes {
+		if strings.Contains(cause, "NOPERM") {
+			return s + "; a node refused the user (NOPERM): the ACL line lacks a command, key or channel the Client needs"
+		}
+	}
+	if failed == 0 {
+		return s + "; it made no acquisition that returned: see the workload's log"
+	}
+	return s + "; no node refused the user: not the ACL line, but what the nodes answered"
 }
 
 func joinLines(ss []string) string {

@@ -285,6 +285,16 @@ func (h *Hub) announcing() bool {
 	return n > 0 && n >= h.quorum
 }
 
+// Holds reports whether this process holds key's lock as its local
+// queue knows it: a head that took it (Turn.LeaveHolding) and has not
+// seen it released or unheld since.
+func (h *Hub) Holds(key string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	q := h.keys[key]
+	return q != nil && q.held
+}
+
 // Queued reports whether key has local waiters now.
 func (h *Hub) Queued(key string) bool {
 	h.mu.Lock()
