@@ -50,7 +50,7 @@ func (c *Client) runOver(l *Lock) bool {
 	}
 	key := l.waitKey()
 	seen := c.rivalSeen(key) || c.hub.Watched(key) // a multi-key call of this Client waits for it too
-	d := max(c.o.localRun, c.runOwed(key))          // a turn as long as the foreign holders' last one (rivals.go)
+	d := max(c.o.localRun, c.runOwed(key))         // a turn as long as the foreign holders' last one (rivals.go)
 	end, ask := runEnds(int(l.passes), c.o.localHandoff, l.runAge(), d, seen)
 	if ask && !end && c.hub.Queued(key) {
 		c.askRivals(key)
