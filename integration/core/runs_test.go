@@ -21,8 +21,11 @@ import (
 // poll that happens to fall between two runs. Both when the workers are
 // another process (a Client of their own) and when they share its Client.
 // Counted in the workers' runs and holds during each of its waits, not in
-// time: a hold lasts at least its 1 ms sleep, so a run of d holds at most
-// 6 of them on any machine, and a 40·d run up to 200.
+// time: a hold lasts at least its 1 ms sleep, so a run of 40·d holds up to
+// 200 of them on any machine; a run of d about 6, but the first run after
+// the wait began ends only once this Client has heard of the waiter (its
+// background PUBSUB NUMSUB, slower on a loaded machine), so holds are
+// bounded by that one long run and a few short ones.
 func TestMultiKeyWaiterBesideLocalRuns(t *testing.T) {
 	for _, same := range []bool{false, true} {
 		name := map[bool]string{false: "another process", true: "the same Client"}[same]
@@ -30,8 +33,8 @@ func TestMultiKeyWaiterBesideLocalRuns(t *testing.T) {
 			s := multiKeyBesideRuns(t, same)
 			t.Logf("LockKeys: %d holds in %v, longest wait %v, at most %d runs and %d holds of the workers during one wait; the workers: %d holds in %d runs",
 				s.holds, s.span, s.longest, s.mostRuns, s.mostHolds, s.workerHolds, s.runs)
-			if s.mostRuns > 8 || s.mostHolds > 60 {
-				t.Errorf("a wait lasted %d of the workers' runs, %d of their holds; want at most 8 runs and 60 holds (runs end for it)", s.mostRuns, s.mostHolds)
+			if s.mostRuns > 8 || s.mostHolds > 250 {
+				t.Errorf("a wait lasted %d of the workers' runs, %d of their holds; want at most 8 runs and 250 holds (runs end for it)", s.mostRuns, s.mostHolds)
 			}
 			if 2*s.holds < s.runs {
 				t.Errorf("%d holds beside %d runs of the workers; want one at least every other run", s.holds, s.runs)
