@@ -18,8 +18,9 @@
 //     appendonly yes, its data carries the old process's stamp (it loaded
 //     the old one's append-only file, see node.Register.Loaded), it was
 //     not promoted from a replica, the old one fed no replica (a replica's
-//     copy carries the stamp too), and the old and new processes both ran
-//     appendfsync always (every acknowledged write was on disk). With
+//     copy carries the stamp too), neither may evict (an eviction this
+//     Client did not see dies with the old process's count), and the old
+//     and new processes both ran appendfsync always (every acknowledged write was on disk). With
 //     the stamp alone (appendfsync everysec) only the votes confirmed on
 //     disk (durable votes) are kept. appendfsync always without the stamp
 //     proves nothing: the disk may be new.
@@ -29,12 +30,12 @@
 //     (it shows only that nothing was lost since the intermediate process,
 //     not since the one before it).
 //   - T3 another server: a process already older than the window, or one
-//     promoted in its current life, never saw the writes the old one
-//     acknowledged; its window counts from now.
+//     promoted in its current life (also when first met), never saw the
+//     writes the old one acknowledged; its window counts from now.
 //   - T4 eviction is a loss: a change of the node's evicted_keys since it
-//     was last trusted, or a first contact with a node that evicted keys
-//     and may evict more, begins a window from now, as a restart with
-//     nothing loaded does.
+//     was last trusted, or evictions of a process this Client did not
+//     watch (first met, or new after a restart), begin a window from now,
+//     as a restart with nothing loaded does.
 //   - T5 a witness vouches for its register only while it runs the process
 //     this Client trusted, with the eviction count it trusted, outside any
 //     window of its own.
@@ -110,18 +111,22 @@ func (n *Node) Learn(e Seen) Verdict {
 	// INFO's uptime is the difference of two whole-second readings: the
 	// process may be up to a second younger than it says.
 	reason, base := "restart observed", now.Add(min(time.Second-p.Uptime, 0))
-	// T2: evidence of continuity from the process before holds across an
-	// open window only if that window too lost nothing it could not prove.
-	loaded := e.Loaded && p.AOF && !p.Promoted && !prev.Replicated && (!open || n.Kept)
+	// T1: no evidence from a node that may evict (an eviction the Client
+	// did not see died with the old process's count). T2: evidence of
+	// continuity holds across an open window only if that window too lost
+	// nothing it could not prove.
+	loaded := e.Loaded && p.AOF && !p.Promoted && !prev.Replicated && !prev.Evicts && !p.Evicts && (!open || n.Kept)
 	switch {
 	case prev.RunID == p.RunID: // T4: same process, keys evicted
 		reason, base = "keys evicted", now
+	case prev.RunID == "" && p.Promoted: // T3 on first contact
+		reason, base = "a promoted replica, first met (fail-over?)", now
+	case p.Evicted > 0: // T4: evictions of a process this Client did not watch, until now
+		reason, base = "evicted keys this Client did not see", now
 	case prev.RunID == "" && now.Sub(e.Created) > p.Uptime+time.Second:
 		reason = "started after this Client"
 	case prev.RunID == "" && e.Fresh && p.Uptime < w:
 		reason = "fresh start"
-	case prev.RunID == "" && p.Evicts && p.Evicted > 0:
-		reason, base = "evicted keys before this Client met it", now
 	case prev.RunID == "":
 		return v
 	case p.Uptime >= w || p.Promoted: // T3
@@ -214,7 +219,7 @@ func (n *Node) Witness(p Proc, now, created time.Time, fresh bool, window time.D
 		// before its crash may be missing.
 		return false
 	case known.RunID == "":
-		return now.Sub(created) <= p.Uptime+time.Second && !(fresh && p.Uptime < window) && !(p.Evicts && p.Evicted > 0)
+		return now.Sub(created) <= p.Uptime+time.Second && !(fresh && p.Uptime < window) && !p.Promoted && p.Evicted == 0
 	}
 	return known.RunID == p.RunID && known.Evicted == p.Evicted
 }

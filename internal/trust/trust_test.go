@@ -111,10 +111,26 @@ func TestEviction(t *testing.T) {
 	if v := m.Learn(Seen{Proc: p, Now: now, Window: w, Created: t0}); !v.Suspect {
 		t.Fatal("first contact with a node that evicted keys: trusted")
 	}
-	p.Evicts = false // maxmemory unset or noeviction now: what it evicted before this Client cannot matter more than a restart
+	p.Evicts = false // noeviction now: it may have evicted a held lock's key just before the change
 	m = &Node{}
-	if v := m.Learn(Seen{Proc: p, Now: now, Window: w, Created: t0}); v.Suspect {
-		t.Fatal("first contact with a node that can no longer evict: suspect")
+	if v := m.Learn(Seen{Proc: p, Now: now, Window: w, Created: t0}); !v.Suspect || !m.Base.Equal(now) {
+		t.Fatal("first contact with a node that evicted keys, under noeviction now: trusted")
+	}
+	// A restart that loaded the old file of a node that may evict: no
+	// evidence (an eviction this Client did not see died with the old
+	// count), nor once the new process evicted.
+	n = trusted("a", ev(0))
+	if v := n.Learn(seen("b", now, true, ev(0))); !v.Suspect || v.Kept {
+		t.Fatalf("restart of an evicting node with the stamp: %+v, want suspect, not kept", v)
+	}
+	// A promoted replica first met: a fail-over this Client did not see.
+	m = &Node{}
+	q := Proc{RunID: "r", Uptime: time.Hour, Promoted: true}
+	if v := m.Learn(Seen{Proc: q, Now: now, Window: w, Created: t0}); !v.Suspect {
+		t.Fatal("a promoted replica first met: trusted")
+	}
+	if (&Node{}).Witness(q, now, t0, false, w) {
+		t.Fatal("a promoted replica first met vouches for its register")
 	}
 }
 
