@@ -56,9 +56,6 @@ func (e *NotDurableError) Is(target error) bool { return target == ErrNotDurable
 // n is used.
 func (n *Node) Durable(on bool) { n.aof = on }
 
-// IsDurable reports whether n asks for durable votes.
-func (n *Node) IsDurable() bool { return n.aof }
-
 // noDeadlineWait is WAITAOF's timeout for a call without a deadline
 // (WAITAOF 0 would wait for ever).
 const noDeadlineWait = time.Second

@@ -44,24 +44,17 @@ func (id Identity) Durable() bool { return id.AOF && id.FsyncAlways }
 // ErrNoRunID is returned by ParseInfo for INFO text without a run_id.
 var ErrNoRunID = errors.New("redlock/node: INFO has no run_id")
 
-// Identify asks the node for its identity in one round trip: INFO server
-// persistence replication stats (several sections need Redis 7.0) and
-// CONFIG GET appendfsync maxmemory maxmemory-policy, pipelined, bounded by
-// ctx's deadline. INFO does not report appendfsync; where CONFIG is
-// disabled (renamed away) FsyncAlways stays false and Evicts true, which
-// err on the side of quarantine. It returns INFO's error, or
-// ParseInfo's. Like Do, it returns by ctx's deadline also on a client that
-// ignores ctx deadlines (the call then ends in the background, counted by
-// the node's Tracker).
-func (n *Node) Identify(ctx context.Context) (Identity, error) {
-	id, _, err := n.IdentifyRegister(ctx)
-	return id, err
-}
-
-// IdentifyRegister is Identify with the node's TTL register read in the
-// same round trip (see ReadRegister): regErr is the register read's own
-// error (a refused script, an ACL without the keys), nil when it was read;
-// an error reply to one command never stands for another's.
+// IdentifyRegister asks the node for its identity and TTL register in one
+// round trip: INFO server persistence replication stats (several sections
+// need Redis 7.0), CONFIG GET appendfsync maxmemory maxmemory-policy and
+// the register (see ReadRegister), pipelined, bounded by ctx's deadline.
+// INFO does not report appendfsync; where CONFIG is disabled (renamed away)
+// FsyncAlways stays false and Evicts true, which err on the side of
+// quarantine. It returns INFO's error, or ParseInfo's; a *RegisterError
+// when the identity was read but the register was not (an error reply to
+// one command never stands for another's). Like Do, it returns by ctx's
+// deadline also on a client that ignores ctx deadlines (the call then ends
+// in the background, counted by the node's Tracker).
 func (n *Node) IdentifyRegister(ctx context.Context) (Identity, Register, error) {
 	type res struct {
 		id     Identity
@@ -147,7 +140,7 @@ func configFacts(c *redis.Cmd) (fsyncAlways, evicts bool) {
 
 // ParseInfo reads an Identity from INFO text (lines "field:value", CRLF
 // or LF). INFO reports aof_enabled but not appendfsync: FsyncAlways is set
-// only from an "appendfsync:always" line, which Identify adds from CONFIG
+// only from an "appendfsync:always" line, which IdentifyRegister adds from CONFIG
 // GET. It fails with ErrNoRunID when the text has no run_id.
 func ParseInfo(s string) (Identity, error) {
 	f := InfoFields(s)
