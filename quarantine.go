@@ -351,7 +351,7 @@ func (c *Client) identify(ctx context.Context, i int) error {
 	}
 	c.ids.infoWarned[i].Store(false)
 	v := c.q.learn(i, id, own)
-	c.nodes[i].Bind(node.Binding{RunID: id.RunID, Evicted: id.Evicted, Evicts: id.Evicts, Factor: c.o.driftFactor}, c.ids.stale[i])
+	c.nodes[i].Bind(node.Binding{RunID: id.RunID, Evicted: id.Evicted, Factor: c.o.driftFactor}, c.ids.stale[i])
 	if v.Suspect {
 		c.resolveLater(i, v.Epoch, id.RunID, v.Kept, own)
 	}

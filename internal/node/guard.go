@@ -118,7 +118,6 @@ func (e *RegisterACLError) Unwrap() error { return e.Err }
 type Binding struct {
 	RunID   string  // the server process; "" unbinds
 	Evicted int64   // its evicted_keys when it was judged
-	Evicts  bool    // it may evict keys: the count is checked on every grant, not only when the register is raised
 	Factor  float64 // the drift factor: register entries outlive their locks on the Client's clock
 }
 
@@ -128,15 +127,11 @@ type Binding struct {
 // (on the caller's goroutine) with what the guard found instead. Safe for
 // concurrent use.
 func (n *Node) Bind(b Binding, changed func(got string)) {
-	check := ""
-	if b.Evicts {
-		check = "e"
-	}
 	f := b.Factor
 	if f <= 0 || f >= 0.5 {
 		f = 0.5
 	}
-	n.expect.Store(&boundProcess{id: b.RunID, arg: b.RunID, evicted: strconv.FormatInt(b.Evicted, 10), check: check, factor: f})
+	n.expect.Store(&boundProcess{id: b.RunID, arg: b.RunID, evicted: strconv.FormatInt(b.Evicted, 10), factor: f})
 	if changed != nil {
 		n.changed.Store(&changed)
 	}
@@ -145,10 +140,10 @@ func (n *Node) Bind(b Binding, changed func(got string)) {
 // boundProcess is a Binding, its arguments boxed once (every guarded
 // command carries them).
 type boundProcess struct {
-	id                  string
-	arg, evicted, check interface{}
-	factor              float64
-	last                atomic.Pointer[guardCache] // the guard's arguments for the TTL used last
+	id           string
+	arg, evicted interface{}
+	factor       float64
+	last         atomic.Pointer[guardCache] // the guard's arguments for the TTL used last
 }
 
 // guardCache is guardArgs' result for one TTL: a Client mostly locks with
@@ -195,7 +190,7 @@ func (p *boundProcess) makeGuardArgs(ttl time.Duration, durable bool) []interfac
 	}
 	need := time.Duration(float64(b+time.Second)/(1-p.factor)) + time.Millisecond
 	hold := time.Duration(float64(b+min(b, registerSlack)+time.Second)/(1-p.factor)) + time.Millisecond
-	return []interface{}{p.arg, p.evicted, p.check, field, need.Milliseconds(), hold.Milliseconds()}
+	return []interface{}{p.arg, p.evicted, field, need.Milliseconds(), hold.Milliseconds()}
 }
 
 // wire returns the arguments and source c goes out as on n: c's own, or,

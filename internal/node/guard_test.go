@@ -12,15 +12,15 @@ import (
 // (one raise covers the locks of about that long).
 func TestGuardArgsEntryOutlivesTheLock(t *testing.T) {
 	const f = 0.01
-	p := &boundProcess{arg: "run", evicted: "0", check: "", factor: f}
+	p := &boundProcess{arg: "run", evicted: "0", factor: f}
 	for _, ttl := range []time.Duration{time.Millisecond, 437 * time.Millisecond, time.Minute, 23 * time.Hour} {
 		args := p.guardArgs(ttl, true)
 		b := TTLBucket(ttl)
-		if args[3] != "d"+itoa(b.Milliseconds()) {
-			t.Errorf("%v: field %v", ttl, args[3])
+		if args[2] != "d"+itoa(b.Milliseconds()) {
+			t.Errorf("%v: field %v", ttl, args[2])
 		}
-		need := time.Duration(args[4].(int64)) * time.Millisecond
-		hold := time.Duration(args[5].(int64)) * time.Millisecond
+		need := time.Duration(args[3].(int64)) * time.Millisecond
+		hold := time.Duration(args[4].(int64)) * time.Millisecond
 		onClient := func(d time.Duration) time.Duration { return time.Duration(float64(d) * (1 - f)) }
 		if onClient(need) < b+time.Second {
 			t.Errorf("%v: an entry left %v lives %v on the Client's clock, less than the lock and a second", ttl, need, onClient(need))
@@ -32,8 +32,8 @@ func TestGuardArgsEntryOutlivesTheLock(t *testing.T) {
 			t.Errorf("%v: arguments boxed again for the same TTL", ttl)
 		}
 	}
-	if a := p.guardArgs(time.Second, false); a[3] != "1000" {
-		t.Errorf("plain field %v", a[3])
+	if a := p.guardArgs(time.Second, false); a[2] != "1000" {
+		t.Errorf("plain field %v", a[2])
 	}
 }
 

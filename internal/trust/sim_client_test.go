@@ -97,7 +97,7 @@ func (s *sim) read(i int) (trust.Proc, []trust.Entry, [2]string) {
 func (s *sim) identify(c *client, i int, lazy bool) {
 	p, own, stamp := s.read(i)
 	s.learn(c, i, p, own, stamp, lazy)
-	c.bind[i] = binding{run: p.RunID, evicted: p.Evicted, evicts: p.Evicts, blind: s.v == revertT4}
+	c.bind[i] = binding{run: p.RunID, evicted: p.Evicted, blind: s.v == revertT4}
 	c.known[i] = true
 }
 

@@ -266,7 +266,6 @@ func (n *node) identity(t time.Duration) (trust.Proc, []trust.Entry, [2]string) 
 type binding struct {
 	run     string
 	evicted int64
-	evicts  bool // the count is checked on every grant, else when the register is raised
 	blind   bool // T4 reverted: the count is never checked
 }
 
@@ -280,13 +279,12 @@ const (
 
 // guard is the process and eviction check of the grant script.
 func (n *node) guard(b binding) bool {
-	return n.p.run == b.run && (b.blind || !b.evicts || n.p.evicted == b.evicted)
+	return n.p.run == b.run && (b.blind || n.p.evicted == b.evicted)
 }
 
 // raise makes the register entry of bucket bk (durable d) outlive a lock
 // granted now, as the guard does before it grants (guard.lua); always
-// raises unconditionally (a publish). It reports false for an eviction
-// seen on the way.
+// raises unconditionally (a publish). It reports true.
 func (n *node) raise(t time.Duration, b binding, bk int, d, always bool) bool {
 	now, m := n.ms(t), &n.p.mem
 	f := bk
@@ -295,9 +293,6 @@ func (n *node) raise(t time.Duration, b binding, bk int, d, always bool) bool {
 	}
 	if !always && m.reg[f] >= now+needMS(bk) {
 		return true
-	}
-	if !always && !b.blind && n.p.evicted != b.evicted {
-		return false
 	}
 	m.reg[f] = max(m.reg[f], now+holdMS(bk))
 	for i, e := range m.reg {

@@ -33,9 +33,10 @@
 //     promoted in its current life (also when first met), never saw the
 //     writes the old one acknowledged; its window counts from now.
 //   - T4 eviction is a loss: a change of the node's evicted_keys since it
-//     was last trusted, or evictions of a process this Client did not
-//     watch (first met, or new after a restart), begin a window from now,
-//     as a restart with nothing loaded does.
+//     was last trusted (the guard compares it on every grant), or
+//     evictions of a process this Client did not watch (first met, or new
+//     after a restart), begin a window from now, as a restart with nothing
+//     loaded does.
 //   - T5 a witness vouches for its register only while it runs the process
 //     this Client trusted, with the eviction count it trusted, outside any
 //     window of its own.
