@@ -184,13 +184,15 @@ func (q *quarantine) discount(i int) error {
 		if u.Before(now) {
 			u = now
 		}
+		err := &QuarantineError{Addr: q.addrs[i], Until: u, Reason: n.Reason + "; the other nodes' TTL registers not read yet"}
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: u, Reason: n.Reason + "; the other nodes' TTL registers not read yet"}
+		return err
 	}
 	ok, ended := n.Counts(now)
 	if !ok {
+		err := &QuarantineError{Addr: q.addrs[i], Until: n.Until, Reason: n.Reason, Bound: n.Bound} // n is q.mu's
 		q.mu.Unlock()
-		return &QuarantineError{Addr: q.addrs[i], Until: n.Until, Reason: n.Reason, Bound: n.Bound}
+		return err
 	}
 	q.mu.Unlock()
 	if ended && q.onEnd != nil {
