@@ -258,7 +258,9 @@ func (f *faults) failoverRestart() (string, error) {
 // a TTL of an hour) until evicted_keys grows, and until key is gone from
 // the node if key is not "" (a bounded loop either way); then maxmemory
 // and the policy as they were, and the application's keys deleted (with
-// key, Redis's LRU is made as exact as it can: 64 samples). It
+// key, Redis's LRU is made as exact as it can: 64 samples). Half the
+// evictions without key are quick: the limit holds for one pipeline of
+// writes at a time. It
 // reports how many keys were evicted and which of them were not the
 // application's (lock keys, the TTL register). The keys of keep are read
 // after each write, so that the LRU spares them (as traffic on them would).
@@ -289,7 +291,23 @@ func (f *faults) evict(i int, key string, keep ...string) (string, error) {
 	if err != nil {
 		return desc, err
 	}
+	// Quick: each write comes in one pipeline with the limit before it and
+	// the old settings after it, so that the node can evict for a moment
+	// only (a burst of another application's writes): few Clients grant on
+	// it meanwhile. Else the limit stays until the loop is over.
+	quick := key == "" && f.r.IntN(2) == 0
 	headroom := 64<<10 + f.r.Int64N(448<<10)
+	if quick {
+		headroom = f.r.Int64N(32 << 10)
+	}
+	limit := func(used int64) []any {
+		set := []any{"config", "set", "maxmemory-policy", "volatile-lru", "maxmemory", strconv.FormatInt(used+headroom, 10)}
+		if key != "" { // the least recently used keys first, as exactly as Redis can
+			set = append(set, "maxmemory-samples", "64")
+		}
+		return set
+	}
+	restore := []any{"config", "set", "maxmemory", conf["maxmemory"], "maxmemory-policy", conf["maxmemory-policy"], "maxmemory-samples", conf["maxmemory-samples"]}
 	var names []string
 	var evicted int64
 	val := strings.Repeat("x", 4<<10)
@@ -297,16 +315,22 @@ func (f *faults) evict(i int, key string, keep ...string) (string, error) {
 		a.HLen(ctx, k)
 	}
 	err = f.losing(i, func() error {
-		set := []any{"config", "set", "maxmemory-policy", "volatile-lru", "maxmemory", strconv.FormatInt(used+headroom, 10)}
-		if key != "" { // the least recently used keys first, as exactly as Redis can
-			set = append(set, "maxmemory-samples", "64")
-		}
-		if err := a.Do(ctx, set...).Err(); err != nil {
-			return err
+		if !quick {
+			if err := a.Do(ctx, limit(used)...).Err(); err != nil {
+				return err
+			}
 		}
 		var ferr error
 		for b := 0; b < 2000 && ferr == nil; b++ {
+			if quick && b > 0 {
+				if used, ferr = infoInt(ctx, a, "memory", "used_memory"); ferr != nil {
+					break
+				}
+			}
 			p := a.Pipeline()
+			if quick {
+				p.Do(ctx, limit(used)...)
+			}
 			for j := 0; j < 16; j++ {
 				f.fillers++
 				k := "app:filler:" + strconv.Itoa(f.fillers)
@@ -315,6 +339,9 @@ func (f *faults) evict(i int, key string, keep ...string) (string, error) {
 			}
 			for _, k := range keep {
 				p.HLen(ctx, k) // a read that touches (TYPE, EXISTS, PTTL do not)
+			}
+			if quick {
+				p.Do(ctx, restore...)
 			}
 			_, _ = p.Exec(ctx) // OOM replies are expected once nothing more fits
 			var ev int64
@@ -328,9 +355,11 @@ func (f *faults) evict(i int, key string, keep ...string) (string, error) {
 		if ferr == nil && (evicted == 0 || key != "" && a.Exists(ctx, key).Val() != 0) {
 			ferr = fmt.Errorf("%s: nothing evicted (or %q not) after %d keys", desc, key, len(names))
 		}
-		err := a.Do(ctx, "config", "set", "maxmemory", conf["maxmemory"], "maxmemory-policy", conf["maxmemory-policy"], "maxmemory-samples", conf["maxmemory-samples"]).Err()
-		return errors.Join(ferr, err)
+		return errors.Join(ferr, a.Do(ctx, restore...).Err())
 	})
+	if quick {
+		desc += " quick"
+	}
 	for len(names) > 0 && ctx.Err() == nil {
 		n := min(len(names), 256)
 		if derr := a.Unlink(ctx, names[:n]...).Err(); derr != nil {

@@ -50,7 +50,9 @@ var keySpecs = []keySpec{
 // (it races the renewal), "extendrelease" a Release while an Extend of
 // the Lock is under way, "observer" the observer's Release on "lost",
 // "handoff" local hand-off, "quarantine" a restart quarantine shorter
-// than other Clients' TTLs; "types" (not part of "known") the typed keys
+// than other Clients' TTLs, "evict" the nemesis's evictions (a node that
+// evicts for a moment under a maxmemory set at run time: see
+// TestComposedLossesRefused); "types" (not part of "known") the typed keys
 // (rw, semaphore, reentrant). A diagnostic, to tell a fault of the checker
 // from one of the library, and one defect from another.
 func avoid(what string) bool {
@@ -549,6 +551,10 @@ var registerErrors = []string{
 // (faults.mayLose). It leaves every node running and reachable.
 func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int, log *[]string) {
 	f := newFaults(cl, chk, r)
+	kinds, losses := allKinds, lossyKinds
+	if avoid("evict") {
+		kinds, losses = without(kinds, kEvict), without(losses, kEvict)
+	}
 	event := func(kind string, i int, after string) bool {
 		begin := time.Now()
 		target, err := f.apply(kind, i)
@@ -570,9 +576,9 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 		if stop.Load() {
 			return
 		}
-		kind := allKinds[r.IntN(len(allKinds))]
+		kind := kinds[r.IntN(len(kinds))]
 		if f.free() { // a loss as often as the rule allows, each kind in turn: all of them in a short run too
-			kind = leastUsed(r, lossyKinds, counts)
+			kind = leastUsed(r, losses, counts)
 		}
 		i := f.node(kind)
 		if !f.fits(kind, i) || lossy(kind) && !f.free() {
@@ -585,7 +591,7 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 		if r.IntN(4) >= 1+btoi(lossy(kind)) || stop.Load() {
 			continue
 		}
-		then := f.then(kind, i)
+		then := f.then(kind, i, losses)
 		time.Sleep(between(r, 0, 200*time.Millisecond))
 		if !event(then, i, kind) {
 			return
@@ -594,9 +600,10 @@ func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomi
 }
 
 // then picks the event that follows first on node i: a restart (with the
-// AOF where there is one, more likely than the rest), another loss if the
-// rule allows it (on i it does after a loss), a freeze, a partition.
-func (f *faults) then(first string, i int) string {
+// AOF where there is one, more likely than the rest), another loss of
+// losses if the rule allows it (on i it does after a loss), a freeze, a
+// partition.
+func (f *faults) then(first string, i int, losses []string) string {
 	if lossy(first) && f.fits(kRestartAOF, i) && f.r.IntN(2) == 0 {
 		return kRestartAOF // a loss, then a restart that loads what is left
 	}
@@ -605,7 +612,7 @@ func (f *faults) then(first string, i int) string {
 		c = append(c, kRestartAOF, kRestartAOF, kRestartAOF)
 	}
 	if f.mayLose(i) {
-		for _, k := range lossyKinds {
+		for _, k := range losses {
 			if f.fits(k, i) && !(k == kFailover && first == kFailover) {
 				c = append(c, k)
 			}
@@ -615,16 +622,30 @@ func (f *faults) then(first string, i int) string {
 }
 
 // leastUsed is the kind of ks that counts has least of (the first such
-// after a random rotation).
+// after a random rotation); restart-empty, the oldest of them, counts one
+// more: a short run, which has room for three or four losses, has each of
+// the others.
 func leastUsed(r *mrand.Rand, ks []string, counts map[string]int) string {
+	n := func(k string) int { return counts[k] + btoi(k == kEmpty) }
 	off := r.IntN(len(ks))
 	best := ks[off]
 	for j := range ks {
-		if k := ks[(off+j)%len(ks)]; counts[k] < counts[best] {
+		if k := ks[(off+j)%len(ks)]; n(k) < n(best) {
 			best = k
 		}
 	}
 	return best
+}
+
+// without is ks without k.
+func without(ks []string, k string) []string {
+	var out []string
+	for _, x := range ks {
+		if x != k {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 func btoi(b bool) int {
