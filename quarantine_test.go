@@ -330,3 +330,28 @@ func TestLearnKept(t *testing.T) {
 		clk.Advance(time.Millisecond)
 	}
 }
+
+// TestQuarantineDiscountConcurrent: the gate's error for a quarantined
+// node is read under the lock that learn and resolve change it under
+// (under -race, discount read the node's window after unlocking).
+func TestQuarantineDiscountConcurrent(t *testing.T) {
+	clk := clock.NewFake(time.Unix(1000, 0))
+	q := newQuarantine(clk, []string{"a", "b"}, func() time.Duration { return 10 * time.Second }, false)
+	learnNow(q, 0, node.Identity{RunID: "r0", Uptime: time.Hour})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for k := 0; k < 200; k++ {
+			v := q.learn(0, node.Identity{RunID: "r" + string(rune('a'+k%26)) + string(rune('a'+k/26))}, node.Register{})
+			q.resolve(0, v.Epoch, k%2 == 0, clk.Now().Add(time.Second), 0, observe.BoundRegister)
+		}
+	}()
+	for {
+		select {
+		case <-done:
+			return
+		default:
+			_ = q.discount(0)
+		}
+	}
+}

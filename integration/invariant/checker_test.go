@@ -27,8 +27,8 @@ import (
 //     operation of the workload is in flight on its owner value is held
 //     on the nodes: fewer than N-quorum nodes may answer that they do not
 //     hold its owner with PTTL >= r - elapsed - 1 ms (a node that does not
-//     answer, or that restarted empty since the owner was acquired, is
-//     not counted against it);
+//     answer, or that restarted empty or otherwise lost keys since the
+//     owner was acquired, is not counted against it);
 //  2. no two Locks of one key that exclude each other report held at
 //     the same instant: a plain lock, a writer or a permit excludes every
 //     other Lock of its key; readers do not exclude readers; the entries
@@ -50,13 +50,14 @@ import (
 type checker struct {
 	t     testing.TB
 	nodes []*harness.Node
-	admin []*redis.Client
+	admin []*redis.Client // per node, under mu once the test runs (repoint)
 	need  int
 	// silent: violations are not logged as found; the test judges what
 	// verify returns (focused tests that also break the model on purpose).
 	silent bool
 
 	mu       sync.Mutex
+	retired  []*redis.Client // connections repoint replaced
 	owners   map[string]*ownerState
 	recs     []*rec
 	live     map[*redlock.Lock]*rec
@@ -106,19 +107,45 @@ type rec struct {
 }
 
 func newChecker(t testing.TB, nodes []*harness.Node) *checker {
-	c := &checker{t: t, nodes: nodes, need: len(nodes)/2 + 1, owners: map[string]*ownerState{},
+	c := &checker{t: t, nodes: append([]*harness.Node(nil), nodes...), need: len(nodes)/2 + 1, owners: map[string]*ownerState{},
 		live: map[*redlock.Lock]*rec{}, byLock: map[*redlock.Lock]*rec{}, seen: map[string]bool{}, restarts: make([][]time.Time, len(nodes))}
 	for _, n := range nodes {
-		c.admin = append(c.admin, redis.NewClient(&redis.Options{Addr: n.Addr, ContextTimeoutEnabled: true,
-			DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
-			MaxRetries: -1, PoolSize: 16}))
+		c.admin = append(c.admin, checkerConn(n.Addr))
 	}
 	t.Cleanup(func() {
-		for _, a := range c.admin {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, a := range append(c.admin, c.retired...) {
 			_ = a.Close()
 		}
 	})
 	return c
+}
+
+// checkerConn is the checker's connection to the server at addr: short
+// timeouts, so that a frozen node just gives no answer.
+func checkerConn(addr string) *redis.Client {
+	return redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true,
+		DialTimeout: 250 * time.Millisecond, ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond,
+		MaxRetries: -1, PoolSize: 16})
+}
+
+// repoint makes the checker read node i at addr from now on (a fail-over:
+// another server answers for the node). A read under way on the old
+// connection ends as it would have; the old connection closes with the
+// checker.
+func (c *checker) repoint(i int, addr string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.retired = append(c.retired, c.admin[i])
+	c.admin[i] = checkerConn(addr)
+}
+
+// conns returns the connections to the nodes now.
+func (c *checker) conns() []*redis.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*redis.Client(nil), c.admin...)
 }
 
 func (c *checker) owner(o string) *ownerState {
@@ -196,8 +223,11 @@ func (c *checker) acquiredTyped(l *redlock.Lock, client string, call, ret time.T
 	c.check([]*redlock.Lock{l})
 }
 
-// restarting records that node i is about to restart empty; restarted,
-// that it is up again.
+// restarting records that node i is about to lose keys: a restart empty,
+// a replacement by an empty server, a fail-over to a lagging replica, a
+// restart of the promoted one, an eviction; restarted, that the event is
+// over (the node is up again, the eviction stopped). The nemesis brackets
+// every such event with them.
 func (c *checker) restarting(i int) {
 	c.mu.Lock()
 	c.restarts[i] = append(c.restarts[i], time.Time{}) // in progress
@@ -210,9 +240,9 @@ func (c *checker) restarted(i int) {
 	c.mu.Unlock()
 }
 
-// excused: node i may have lost owner's keys in an empty restart (one
-// that was still going on, or that ended, after owner's acquisition
-// began). c.mu must be held.
+// excused: node i may have lost owner's keys in an empty restart or
+// another event that loses keys (one that was still going on, or that
+// ended, after owner's acquisition began). c.mu must be held.
 func (c *checker) excused(i int, owner string) bool {
 	s := c.owners[owner]
 	for _, e := range c.restarts[i] {
@@ -438,7 +468,7 @@ func (c *checker) judge(sm sample, rd []map[string]reading) {
 			detail = append(detail, fmt.Sprintf("n%d:ok left=%v", i, left))
 		case c.excused(i, sm.owner):
 			unknown++
-			detail = append(detail, fmt.Sprintf("n%d:restarted empty", i))
+			detail = append(detail, fmt.Sprintf("n%d:lost keys (restart, eviction)", i))
 		default:
 			bad++
 			v := "none"
@@ -477,7 +507,7 @@ func (c *checker) read(keys map[string]bool) []map[string]reading {
 	}
 	out := make([]map[string]reading, len(c.nodes))
 	var wg sync.WaitGroup
-	for i, a := range c.admin {
+	for i, a := range c.conns() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -811,7 +841,7 @@ func (c *checker) verify(l *redlock.Lock) string {
 // delAll deletes key on every node behind the library's back.
 func (c *checker) delAll(t testing.TB, key string) {
 	t.Helper()
-	for i, a := range c.admin {
+	for i, a := range c.conns() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := a.Del(ctx, key).Err()
 		cancel()

@@ -14,14 +14,16 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
-	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
 
 const (
 	persistent = 2 // nodes 0 and 1 run appendonly: their restarts keep keys
-	maxTTL     = 5 * time.Second
-	semPermits = 2 // the semaphore's permits
+	// failoverNode (persistent) has a replica it feeds, for the nemesis's
+	// fail-overs; behind a connection-keeping proxy.
+	failoverNode = 1
+	maxTTL       = 5 * time.Second
+	semPermits   = 2 // the semaphore's permits
 )
 
 // keySpec is one key of the workload: its type and how many workers take
@@ -48,7 +50,9 @@ var keySpecs = []keySpec{
 // (it races the renewal), "extendrelease" a Release while an Extend of
 // the Lock is under way, "observer" the observer's Release on "lost",
 // "handoff" local hand-off, "quarantine" a restart quarantine shorter
-// than other Clients' TTLs; "types" (not part of "known") the typed keys
+// than other Clients' TTLs, "evict" the nemesis's evictions (a node that
+// evicts for a moment under a maxmemory set at run time: see
+// TestComposedLossesRefused); "types" (not part of "known") the typed keys
 // (rw, semaphore, reentrant). A diagnostic, to tell a fault of the checker
 // from one of the library, and one defect from another.
 func avoid(what string) bool {
@@ -533,73 +537,122 @@ var registerErrors = []string{
 	"BUSY Redis is busy running a script.",
 }
 
-// nemesis injects one minority fault at a time until stop: a node frozen
-// (SIGSTOP), restarted (with its AOF on nodes 0-1, empty on the others, the
-// last keptNodes of them behind proxies that keep the Clients' connections;
-// an empty restart at most once per maxTTL+1s, so that no lock loses a
-// majority to restarts), cut off from the Clients (proxy), or answering
-// one request that names the TTL register with an error reply. It leaves
-// every node running and reachable.
+// nemesis injects minority faults until stop, one event at a time, now
+// and then two back to back on one node: a node frozen (SIGSTOP),
+// restarted (with its AOF on nodes 0-1, empty on the others, the last
+// keptNodes of them and the fail-over node behind proxies that keep the
+// Clients' connections), replaced by an empty server with its config
+// (0-1), failed over to its lagging replica which then restarts (the
+// fail-over node), made to evict keys, cut off from the Clients (proxy),
+// or answering one request that names the TTL register with an error
+// reply (see faults). Events that may lose keys hit one node per
+// maxTTL+1s at most, so that no lock loses a majority (faults.free); the
+// second of two events on the node that just lost keys may lose keys too
+// (faults.mayLose). It leaves every node running and reachable.
 func nemesis(t *testing.T, cl *cluster, chk *checker, r *mrand.Rand, stop *atomic.Bool, counts map[string]int, log *[]string) {
-	var lastEmpty time.Time
+	f := newFaults(cl, chk, r)
+	kinds, losses := allKinds, lossyKinds
+	if avoid("evict") {
+		kinds, losses = without(kinds, kEvict), without(losses, kEvict)
+	}
+	event := func(kind string, i int, after string) bool {
+		begin := time.Now()
+		target, err := f.apply(kind, i)
+		counts[kind]++
+		what := kind
+		if after != "" {
+			counts[after+">"+kind]++
+			what = "then " + kind
+		}
+		*log = append(*log, fmt.Sprintf("%v-%v %s %s", chk.rel(begin), chk.rel(time.Now()), what, target))
+		if err != nil {
+			t.Errorf("%s %s: %v", kind, target, err)
+			return false
+		}
+		return true
+	}
 	for !stop.Load() {
 		time.Sleep(between(r, 200*time.Millisecond, 800*time.Millisecond))
 		if stop.Load() {
 			return
 		}
-		kind := []string{"freeze", "restart-aof", "restart-empty", "partition", "register-error"}[r.IntN(5)]
-		if kind == "restart-empty" && time.Since(lastEmpty) < maxTTL+time.Second {
-			kind = "freeze"
+		kind := kinds[r.IntN(len(kinds))]
+		if f.free() { // a loss as often as the rule allows, each kind in turn: all of them in a short run too
+			kind = leastUsed(r, losses, counts)
 		}
-		counts[kind]++
-		var target string
-		begin := time.Now()
-		switch kind {
-		case "freeze":
-			i := r.IntN(len(cl.nodes))
-			d := between(r, 100*time.Millisecond, 500*time.Millisecond)
-			target = fmt.Sprintf("n%d for %v", i, d)
-			cl.nodes[i].Freeze()
-			time.Sleep(d)
-			cl.nodes[i].Thaw()
-		case "restart-aof":
-			i := r.IntN(persistent)
-			target = fmt.Sprintf("n%d", i)
-			if err := cl.nodes[i].Restart(); err != nil {
-				t.Errorf("restart: %v", err)
-				return
-			}
-		case "restart-empty":
-			i := persistent + r.IntN(len(cl.nodes)-persistent)
-			target = fmt.Sprintf("n%d", i)
-			chk.restarting(i)
-			err := cl.nodes[i].Restart()
-			chk.restarted(i)
-			lastEmpty = time.Now()
-			if err != nil {
-				t.Errorf("restart: %v", err)
-				return
-			}
-		case "register-error":
-			// One error reply, in place of the node's, to the next
-			// request that names the TTL register (a publish, or an
-			// identity read): it must cost that call the node's vote,
-			// and nothing after it.
-			i := r.IntN(len(cl.proxies))
-			reply := registerErrors[r.IntN(len(registerErrors))]
-			target = fmt.Sprintf("n%d %.4s", i, reply)
-			cl.proxies[i].InjectError("redlock:ttl", reply)
-		case "partition":
-			i := r.IntN(len(cl.proxies))
-			f := []harness.Fault{harness.Blackhole, harness.Refuse}[r.IntN(2)]
-			d := between(r, 200*time.Millisecond, time.Second)
-			target = fmt.Sprintf("n%d %v for %v", i, f, d)
-			cl.proxies[i].Set(f)
-			time.Sleep(d)
-			cl.proxies[i].Heal()
+		i := f.node(kind)
+		if !f.fits(kind, i) || lossy(kind) && !f.free() {
+			kind, i = kFreeze, f.node(kFreeze)
 		}
-		*log = append(*log, fmt.Sprintf("%v-%v %s %s", chk.rel(begin), chk.rel(time.Now()), kind, target))
+		if !event(kind, i, "") {
+			return
+		}
+		// Two in a row on one node, more often after a loss.
+		if r.IntN(4) >= 1+btoi(lossy(kind)) || stop.Load() {
+			continue
+		}
+		then := f.then(kind, i, losses)
+		time.Sleep(between(r, 0, 200*time.Millisecond))
+		if !event(then, i, kind) {
+			return
+		}
 	}
+}
+
+// then picks the event that follows first on node i: a restart (with the
+// AOF where there is one, more likely than the rest), another loss of
+// losses if the rule allows it (on i it does after a loss), a freeze, a
+// partition.
+func (f *faults) then(first string, i int, losses []string) string {
+	if lossy(first) && f.fits(kRestartAOF, i) && f.r.IntN(2) == 0 {
+		return kRestartAOF // a loss, then a restart that loads what is left
+	}
+	c := []string{kFreeze, kPartition}
+	if f.fits(kRestartAOF, i) {
+		c = append(c, kRestartAOF, kRestartAOF, kRestartAOF)
+	}
+	if f.mayLose(i) {
+		for _, k := range losses {
+			if f.fits(k, i) && !(k == kFailover && first == kFailover) {
+				c = append(c, k)
+			}
+		}
+	}
+	return c[f.r.IntN(len(c))]
+}
+
+// leastUsed is the kind of ks that counts has least of (the first such
+// after a random rotation); restart-empty, the oldest of them, counts one
+// more: a short run, which has room for three or four losses, has each of
+// the others.
+func leastUsed(r *mrand.Rand, ks []string, counts map[string]int) string {
+	n := func(k string) int { return counts[k] + btoi(k == kEmpty) }
+	off := r.IntN(len(ks))
+	best := ks[off]
+	for j := range ks {
+		if k := ks[(off+j)%len(ks)]; n(k) < n(best) {
+			best = k
+		}
+	}
+	return best
+}
+
+// without is ks without k.
+func without(ks []string, k string) []string {
+	var out []string
+	for _, x := range ks {
+		if x != k {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // startWorkers starts the workers of every key (keySpecs), spread over
@@ -637,7 +690,7 @@ func TestInvariant(t *testing.T) {
 	if os.Getenv("INVARIANT_LONG") != "" {
 		dur = 165 * time.Second
 	}
-	cl := startCluster(t, persistent)
+	cl := startReplicated(t, persistent, failoverNode)
 	chk := newChecker(t, cl.nodes)
 	cs := clients(t, cl, chk)
 	begin := time.Now()
