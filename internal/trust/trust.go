@@ -24,11 +24,13 @@
 //     the stamp alone (appendfsync everysec) only the votes confirmed on
 //     disk (durable votes) are kept. appendfsync always without the stamp
 //     proves nothing: the disk may be new.
-//   - T2 a window never shortens while unproven: a suspicion that begins
-//     while another is open keeps the open one's end as its floor, and its
-//     continuity evidence is void unless the open one had such evidence too
+//   - T2 a window never shortens while unproven: it ends at its own end or
+//     at a proof. Continuity evidence of a suspicion that begins while
+//     another is open is void unless the open one had such evidence too
 //     (it shows only that nothing was lost since the intermediate process,
-//     not since the one before it).
+//     not since the one before it); without evidence, the new suspicion is
+//     proved from its own, later base, which covers the earlier loss; with
+//     it, the open window's end is its floor.
 //   - T3 another server: a process already older than the window, or one
 //     promoted in its current life (also when first met), never saw the
 //     writes the old one acknowledged; its window counts from now.
@@ -143,12 +145,14 @@ func (n *Node) Learn(e Seen) Verdict {
 // suspect begins a suspicion of the node, lost at base.
 func (n *Node) suspect(v Verdict, reason string, base, now time.Time, w time.Duration) Verdict {
 	switch {
-	case !n.Open(now):
+	case !n.Open(now) || !v.Kept:
+		// Proved (or fallen back) from its own, later base, a suspicion
+		// without evidence covers every loss before it: an open window
+		// ends at that proof or at its own end.
 		n.Floor = time.Time{}
-	case n.Pending && n.Kept && v.Kept:
-		// The chain of files is unbroken: the later proof, from a later
-		// base, covers what the pending one would have shown.
-	default: // T2
+	case n.Pending:
+		// Kept after kept: the later proof covers the pending one's.
+	default: // T2: a kept proof leaves durable entries out; the window stays
 		n.Floor = maxTime(n.Floor, n.Until)
 	}
 	n.Kept = v.Kept

@@ -59,9 +59,10 @@ func TestEvidenceNotConfiguration(t *testing.T) {
 	}
 }
 
-// T2: a window never shortens while unproven: a promotion's window stays
-// when the promoted process restarts with its own file, and its stamp
-// proves nothing about the process before it.
+// T2: a window never shortens while unproven: when the promoted process
+// restarts with its own file inside the promotion's window, its stamp
+// proves nothing about the process before it, and the window ends only at
+// a proof or at its own end.
 func TestWindowNeverShortens(t *testing.T) {
 	n := trusted("a", nil)
 	now := t0.Add(time.Minute)
@@ -75,14 +76,21 @@ func TestWindowNeverShortens(t *testing.T) {
 	if !v.Suspect || v.Kept {
 		t.Fatalf("restart of a promoted node inside its window: %+v, want suspect, not kept", v)
 	}
-	if got := resolveProven(n, v, now, now); got.Before(u) {
-		t.Fatalf("window shortened from %v to %v", u, got)
+	if ok, _ := n.Counts(now); ok {
+		t.Fatal("counts before the registers were read for the restart")
 	}
-	if ok, _ := n.Counts(u.Add(-time.Millisecond)); ok {
-		t.Fatal("counts before the first window's end")
+	// Unproven, it falls back from the later base: no sooner than the
+	// first window's end (a proof from the later base may end it: it
+	// covers every loss before that base).
+	fb, _, _ := n.Resolve(Resolution{Epoch: v.Epoch, Fallback: w, FBBound: observe.BoundSetting, Now: now})
+	if fb.Before(u) {
+		t.Fatalf("window shortened from %v to %v without a proof", u, fb)
 	}
-	if ok, ended := n.Counts(u); !ok || !ended {
-		t.Fatal("does not count at the first window's end")
+	if ok, _ := n.Counts(fb.Add(-time.Millisecond)); ok {
+		t.Fatal("counts before the window's end")
+	}
+	if ok, ended := n.Counts(fb); !ok || !ended {
+		t.Fatal("does not count at the window's end")
 	}
 }
 
