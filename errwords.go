@@ -40,7 +40,7 @@ func nodeWords(err error) string {
 	}
 	var ra *node.RegisterACLError
 	if errors.As(err, &ra) {
-		return "NOPERM on the TTL register's keys (" + node.TTLRegisterKey + ", " + node.AOFStampKey + "): the ACL needs them"
+		return cut(ra.Err.Error(), replyMost) + " (the lock's keys or the TTL register's, " + node.TTLRegisterKey + " and " + node.AOFStampKey + ": the ACL needs them all)"
 	}
 	for _, w := range sentinelWords {
 		if errors.Is(err, w.err) {

@@ -81,7 +81,7 @@ func (n *Node) process(want string, err error) error {
 		return err
 	}
 	msg := err.Error() // an error reply is its own text
-	if want != "" && strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "keys") {
+	if want != "" && strings.HasPrefix(msg, "NOPERM") && strings.Contains(msg, "key") {
 		return &RegisterACLError{Err: err}
 	}
 	evicted := strings.HasPrefix(msg, evictPrefix)
@@ -102,14 +102,14 @@ func (n *Node) process(want string, err error) error {
 	return pe
 }
 
-// RegisterACLError is a guarded grant refused by an ACL without the keys
-// of the TTL register: the grant script writes them too. It unwraps to
-// the node's NOPERM.
+// RegisterACLError is a guarded grant refused by an ACL without one of
+// its keys: the lock's own, or those of the TTL register, which the grant
+// script writes too. It unwraps to the node's NOPERM.
 type RegisterACLError struct{ Err error }
 
 func (e *RegisterACLError) Error() string {
-	return e.Err.Error() + " (a grant also writes the TTL register " + TTLRegisterKey + " and " + AOFStampKey +
-		": the ACL needs ~" + TTLRegisterKey + " ~" + AOFStampKey + ", see docs/deployment.md)"
+	return e.Err.Error() + " (a grant names the lock's keys and the TTL register's, " + TTLRegisterKey + " and " + AOFStampKey +
+		": the ACL needs them all, see docs/deployment.md)"
 }
 
 func (e *RegisterACLError) Unwrap() error { return e.Err }
