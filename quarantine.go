@@ -503,9 +503,9 @@ func (c *Client) awaitReads(ctx context.Context, reads []<-chan struct{}, want i
 // until ctx (that call's node deadline) ends: on the node's own goroutine,
 // so that a node that does not answer delays only its own vote, not the
 // round; its read goes on for the next round. A node identified before
-// whose identity went stale (a redial) gets the command after at most half
-// its deadline (see known): its guarded grant script refuses on another
-// process or evicted keys, and its identity read goes on in the background. The command is not sent,
+// whose identity went stale (a redial) gets the command at once: its
+// guarded grant script refuses on another process or evicted keys, and its
+// identity read goes on in the background. The command is not sent,
 // and the error says why, when the identity is still unknown or when what
 // was learned discounts the node (quarantined, or another name of a server
 // already counted): the round's gate (Config.Counts) was read before.
@@ -522,23 +522,16 @@ func (c *Client) identifyFirst(ctx context.Context, i int) error {
 	return nil
 }
 
-// known reads node i's identity again (learnAsync). A node judged before
-// (its grants go guarded) waits for the read at most half the time left to
-// ctx's deadline, then nil (the read goes on); a node never judged waits
-// until ctx ends, and an error says why it cannot be asked yet.
+// known reads node i's identity again (learnAsync). For a node judged
+// before (its grants go guarded) it returns nil at once, the read going on
+// in the background; a node never judged waits for the read until ctx
+// ends, and an error says why it cannot be asked yet.
 func (c *Client) known(ctx context.Context, i int) error {
 	r := c.learnAsync(i)
 	if c.ids.learned[i].Load() != 0 {
-		// A process learned in time gets this very command; half the
-		// deadline is left for the command itself.
-		if d, ok := ctx.Deadline(); ok {
-			t := time.NewTimer(time.Until(d) / 2)
-			defer t.Stop()
-			select {
-			case <-r:
-			case <-t.C:
-			}
-		}
+		// Judged before: the guarded grant script checks the process
+		// itself. A wait here would cost every new pooled connection a
+		// round trip.
 		return nil
 	}
 	select {

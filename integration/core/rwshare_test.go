@@ -14,7 +14,7 @@ import (
 // Readers of one Client queued on a key held by a writer all hold it
 // together once the writer leaves, and get there in a few rounds, not one
 // round per reader: the first reader in admits the others at once. Every
-// node is 40 ms away (each way), so rounds, not the machine's speed,
+// node is 100 ms away (each way), so rounds, not the machine's speed,
 // decide the time.
 func TestLocalReadersHoldTogether(t *testing.T) {
 	const readers = 6
@@ -42,7 +42,7 @@ func TestLocalReadersHoldTogether(t *testing.T) {
 	}
 	warm.Wait()
 	for _, p := range ps {
-		p.SetLatency(40 * time.Millisecond)
+		p.SetLatency(100 * time.Millisecond)
 	}
 	st := time.Now()
 	l, err := c.TryLock(ctx, "rtt", 10*time.Second, redlock.ReadLock())
