@@ -586,7 +586,7 @@ func TestDurableCheck(t *testing.T) {
 		verdict  string
 		says     string
 	}{
-		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, false, verdictOK, "no: WAITAOF refused"},
+		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, false, verdictInfo, "no: WAITAOF refused"},
 		{NodeReport{WaitAOF: "ERR unknown command 'waitaof'"}, true, verdictFail, "Redis 7.2+"},
 		{NodeReport{WaitAOF: "yes", Appendfsync: "always"}, true, verdictOK, "yes"},
 		{NodeReport{Server: "valkey", WaitAOF: "yes", Appendfsync: "everysec", Hz: 10}, false, verdictOK, "(hz 10): up to 100ms"},
