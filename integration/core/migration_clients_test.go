@@ -17,7 +17,7 @@ import (
 // A service moving from go-redsync reuses its go-redis clients. Made as
 // go-redsync's examples make them (go-redis's defaults: retries on,
 // context deadlines not reaching the socket), three dead nodes of five
-// read "timed out" and a TryLock waits for their node deadline; made with
+// mostly read "timed out" and a TryLock waits for their node deadline; made with
 // the settings docs/migration.md gives (ContextTimeoutEnabled,
 // MaxRetries -1), they read "connection refused" and TryLock returns as
 // soon as they refused.
@@ -73,12 +73,12 @@ func TestMigrationReusedClients(t *testing.T) {
 		slices.Sort(times)
 		took[recommended] = times[len(times)/2]
 		t.Logf("recommended settings %v: TryLock median %v: %s", recommended, took[recommended].Round(time.Millisecond), msg)
-		want, not := "3 of 5 nodes timed out", "connection refused"
-		if recommended {
-			want, not = "3 of 5 nodes unreachable", "timed out"
-		}
-		if !strings.Contains(msg, want) || strings.Contains(msg, not) {
-			t.Errorf("recommended settings %v: the dead nodes do not read %q: %s", recommended, want, msg)
+		// With go-redis's defaults a refused dial is retried, and whether
+		// it ends as "timed out" or "connection refused" within the node
+		// deadline depends on the machine's speed: only the recommended
+		// settings' words are held.
+		if want := "3 of 5 nodes unreachable"; recommended && (!strings.Contains(msg, want) || strings.Contains(msg, "timed out")) {
+			t.Errorf("recommended settings: the dead nodes do not read %q: %s", want, msg)
 		}
 	}
 	if took[true] >= took[false] {
