@@ -21,12 +21,13 @@ type request struct {
 	watchdog bool
 	retry    bool
 	begin    time.Time
-	down     time.Time   // since when every attempt failed for want of answering nodes; zero: not so
-	warned   time.Time   // when that was last logged (warnDown)
-	hold     string      // a reentrant entry: the hold it enters (kind_reentrant.go)
-	waiter   node.Waiter // a queued fair waiter (kind_fair.go)
-	held     holding     // the waited-for key as last read (foreignWait)
-	tried    bool        // made an attempt before it queued (queued)
+	down     time.Time      // since when every attempt failed for want of answering nodes; zero: not so
+	warned   time.Time      // when that was last logged (warnDown)
+	hold     string         // a reentrant entry: the hold it enters (kind_reentrant.go)
+	waiter   node.Waiter    // a queued fair waiter (kind_fair.go)
+	held     holding        // the waited-for key as last read (foreignWait)
+	tried    bool           // made an attempt before it queued (queued)
+	decided  quorum.Outcome // the last round not cut short by ctx (failed)
 }
 
 // result is the end of one attempt: the Lock if it won, else its round's
@@ -239,6 +240,9 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 		return result{}, err
 	}
 	a := &at // stays on the stack: nothing keeps it past this call
+	if out.Err == nil {
+		r.decided = out
+	}
 	res := result{owner: a.owner, out: out, cause: out.Err}
 	if res.cause == nil && !out.Reached {
 		res.cause = r.typ.refused(out) // not retried: nothing was written
@@ -332,11 +336,18 @@ func lateRefusals(votes, answers []quorum.Vote, arrived []bool) ([]quorum.Vote, 
 // failed returns the event of a request that fails after n attempts, the
 // last of which was res.
 func (c *Client) failed(r request, n int, res result) outcome {
-	qe := &QuorumError{Op: "acquire", Keys: r.keys, Need: c.need, Got: res.out.Yes, Attempts: n,
+	out := res.out
+	if out.Err != nil && !out.Reached && r.decided.Votes != nil {
+		// A round cut short by ctx knows little of its nodes (not
+		// waited for); the last round that was decided says why the
+		// call never won.
+		out = r.decided
+	}
+	qe := &QuorumError{Op: "acquire", Keys: r.keys, Need: c.need, Got: out.Yes, Attempts: n,
 		Err: ErrNotObtained, Cause: res.cause}
 	if n > 0 {
-		qe.Nodes = c.results(res.out)
-		if res.out.Reached {
+		qe.Nodes = c.results(out)
+		if out.Reached {
 			qe.Validity = res.validity
 		}
 	}

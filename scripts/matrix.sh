@@ -60,7 +60,8 @@ suite() {
 	(cd integration && REDIS_SERVER=$bin go test -count=1 -v "$@" "$pkg") >"$log" 2>&1 || verdict=FAIL
 	if [ $verdict = FAIL ]; then
 		echo "matrix: $name $pkg failed:" >&2
-		grep -E -A3 '^(--- FAIL|panic)' "$log" | head -60 >&2
+		# -v streams a test's log lines before its "--- FAIL" line.
+		grep -E -B12 -A3 '^ *--- FAIL|^panic' "$log" | grep -Ev '^=== (PAUSE|CONT)' | head -100 >&2
 	fi
 	printf '%s (%s)\t%s\n' $verdict "$(counts "$log")" $(($(date +%s) - start))
 }
