@@ -97,8 +97,8 @@ var (
 // (a bug of this package). It matches ErrInternal and ErrLockLost.
 type PhaseError struct {
 	Keys  []string // the Lock's keys
-	Phase string   // the Lock's phase: "held", "extending", "releasing", "ended" or "passed"
-	Event string   // the event: "extend", "settle", "hand-on", "release", "end" or "pass"
+	Phase string   // the Lock's phase: "held", "extending", "releasing" (each also with "-unsure"), "released", "passed", "lost" or "lost-released"
+	Event string   // the event: "extend", "confirm", "doubt", "skip", "release", "end", "lose" or "pass"
 }
 
 func (e *PhaseError) Error() string {

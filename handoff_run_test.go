@@ -54,7 +54,7 @@ func runClient(t *testing.T) (*Client, *clock.Fake) {
 }
 
 func runLock(c *Client) *Lock {
-	return &Lock{c: c, keys: []string{"k"}, name: "k", typ: plain{}, acquired: c.o.clock.Now(), confirmed: true}
+	return &Lock{c: c, keys: []string{"k"}, name: "k", typ: plain{}, acquired: c.o.clock.Now()}
 }
 
 // A run is timed from the acquisition on the nodes, across passes.

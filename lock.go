@@ -59,26 +59,21 @@ type Lock struct {
 	passes   int32    // times the hold was passed on inside this Client in a row (see handOn)
 	watchdog bool     // renewed in the background (see Watchdog)
 
-	mu sync.Mutex
-	// phase is where the Lock is in its life (package lockstate has the
-	// table); it changes only through to.
-	phase     lockstate.Phase
-	confirmed bool  // the last round (acquisition or extension) reached the quorum
-	released  bool  // Release was called
-	renewAt   int32 // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
-	ttl       time.Duration
-	deadline  time.Time     // end of validity on the client's monotonic clock
-	votes     []heldVote    // of the acquisition or last extension; a copy (see setVotes)
-	votesA    [5]heldVote   // backing of votes up to 5 nodes
-	ended     error         // why the Lock ended; nil until phase passed or ended
-	done      chan struct{} // made on demand, closed when the Lock ends
-	ctx       context.Context
-	cancel    context.CancelCauseFunc
-	expiry    func() bool   // stops the timer that ends the Lock at its deadline; nil if none
-	expiryAt  time.Time     // what that timer was set for
-	retry     func() bool   // stops the timer of a retried watchdog renewal; nil if none
-	idle      chan struct{} // made by Release while extending; closed when the extension settles
-	more      *lockMore     // made on first use; guarded by mu
+	mu       sync.Mutex
+	life     life  // phase and end (life.go)
+	renewAt  int32 // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
+	ttl      time.Duration
+	deadline time.Time     // end of validity on the client's monotonic clock
+	votes    []heldVote    // of the acquisition or last extension; a copy (see setVotes)
+	votesA   [5]heldVote   // backing of votes up to 5 nodes
+	done     chan struct{} // made on demand, closed when the Lock ends
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	expiry   func() bool   // stops the timer that ends the Lock at its deadline; nil if none
+	expiryAt time.Time     // what that timer was set for
+	retry    func() bool   // stops the timer of a retried watchdog renewal; nil if none
+	idle     chan struct{} // made by Release while extending; closed when the extension settles
+	more     *lockMore     // made on first use; guarded by mu
 }
 
 // lockMore is what few Locks use: bound contexts (Run) and extensions
@@ -115,43 +110,9 @@ func (l *Lock) queueLen() int {
 	return len(l.more.queue)
 }
 
-// to moves l along the phase table on event e and reports whether the
-// table lists that transition. One it does not list is a bug in this
-// package; it costs the Lock, not the process (to runs on timer and
-// renewer goroutines too): l then ends as lost (see offTable) and to
-// returns false. l.mu must be held.
-func (l *Lock) to(e lockstate.Event) bool {
-	next, ok := lockstate.Next(l.phase, e)
-	if !ok {
-		l.offTable(e)
-		return false
-	}
-	if h := l.c.o.onPhase; h != nil {
-		h(l.phase, e, next)
-	}
-	l.phase = next
-	return true
-}
-
-// offTable ends l as lost with a *PhaseError naming its phase and event
-// e, which the phase table does not pair, and reports the loss, logged at
-// error level, on another goroutine (l.mu is held here). If l had already
-// ended, the log alone says so. l.mu must be held.
-func (l *Lock) offTable(e lockstate.Event) {
-	err := &PhaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
-	o := l.lostEvent(err)
-	if l.ended == nil {
-		l.phase = lockstate.Ended
-		l.endWith(err)
-	} else {
-		o.logOnly = true
-	}
-	l.c.reportLater([]outcome{o})
-}
-
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
-		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
+		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)),
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
 		l.hold = a.owner
@@ -288,7 +249,7 @@ func (l *Lock) Remaining() time.Duration {
 }
 
 func (l *Lock) remaining() time.Duration {
-	if l.ended != nil || l.c == nil { // ended, or a zero Lock not made by a Client
+	if l.c == nil || l.life.over() { // a zero Lock not made by a Client, or ended
 		return 0
 	}
 	if d := l.deadline.Sub(l.c.o.clock.Now()); d > 0 {
@@ -323,7 +284,7 @@ func (l *Lock) Done() <-chan struct{} {
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.ended != nil {
+		if l.life.over() {
 			close(l.done)
 		}
 	}
@@ -347,8 +308,8 @@ func (l *Lock) Context() context.Context {
 	defer l.mu.Unlock()
 	if l.ctx == nil {
 		l.ctx, l.cancel = context.WithCancelCause(context.Background())
-		if l.ended != nil {
-			l.cancel(l.ended)
+		if l.life.over() {
+			l.cancel(l.life.cause)
 		}
 	}
 	l.armExpiry()
@@ -362,8 +323,8 @@ func (l *Lock) bind(parent context.Context) (context.Context, context.CancelFunc
 	ctx, cancel := context.WithCancelCause(parent)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended != nil {
-		cancel(l.ended)
+	if l.life.over() {
+		cancel(l.life.cause)
 	} else {
 		m := l.moreLocked()
 		m.bound = append(m.bound, cancel)
@@ -385,14 +346,14 @@ func (l *Lock) Err() error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ended
+	return l.life.cause
 }
 
 // lapsed reports whether l has not ended but its deadline has passed.
 func (l *Lock) lapsed() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.ended == nil && l.remaining() <= 0
+	return !l.life.over() && l.remaining() <= 0
 }
 
 // expired is the cause of a Lock whose deadline passed without a renewal.
@@ -407,7 +368,7 @@ func (l *Lock) expired() error {
 // not set, or sets it again if the deadline was pulled in before it. l.mu
 // must be held.
 func (l *Lock) armExpiry() {
-	if l.ended != nil || l.expiry != nil && !l.deadline.Before(l.expiryAt) {
+	if l.life.over() || l.expiry != nil && !l.deadline.Before(l.expiryAt) {
 		return
 	}
 	if l.expiry != nil {
@@ -431,7 +392,7 @@ func (l *Lock) expiryDue() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.expiry = nil
-	if l.ended != nil {
+	if l.life.over() {
 		return false
 	}
 	if l.remaining() > 0 {
@@ -439,64 +400,6 @@ func (l *Lock) expiryDue() bool {
 		return false
 	}
 	return true
-}
-
-// end ends the Lock with a loss, once, and reports it (Event "lost"). It
-// reports whether this call ended the Lock. l.mu must not be held.
-func (l *Lock) end(cause error) bool {
-	now := func() bool {
-		l.mu.Lock()
-		defer l.mu.Unlock() // the phase hook may panic
-		return l.endLocked(cause)
-	}()
-	if now {
-		l.c.report(context.Background(), l.lostEvent(cause))
-	}
-	return now
-}
-
-func (l *Lock) lostEvent(cause error) outcome {
-	return outcome{op: opLost, keys: l.keys, owner: l.owner, lock: l, begin: l.c.o.clock.Now(), err: cause}
-}
-
-// endLocked ends l with cause, once (see endWith). l.mu must be held. It
-// reports whether this call ended the Lock with cause: false if it had
-// ended, or if the phase table refused the end (l then ended as lost with
-// a *PhaseError, reported by offTable).
-func (l *Lock) endLocked(cause error) bool {
-	if l.ended != nil || !l.to(lockstate.End) {
-		return false
-	}
-	l.endWith(cause)
-	return true
-}
-
-// endWith is the Lock's one exit, once its phase is ended: it records the
-// cause, cancels the Lock's contexts, closes Done, stops the timers,
-// leaves the renewal set and fails the extensions still queued. l.mu must
-// be held.
-func (l *Lock) endWith(cause error) {
-	l.ended = cause
-	if l.more != nil {
-		for _, cancel := range l.more.bound { // before Done closes: whoever sees the end sees them done
-			cancel(cause)
-		}
-		l.more.bound = nil
-	}
-	if l.cancel != nil {
-		l.cancel(cause)
-	}
-	if l.done != nil {
-		close(l.done)
-	}
-	for _, stop := range []func() bool{l.expiry, l.retry} {
-		if stop != nil {
-			stop()
-		}
-	}
-	l.expiry, l.retry = nil, nil
-	l.c.renewer.remove(l)
-	l.wakeQueue()
 }
 
 // turn is an extension waiting in a Lock's queue: woken with granted, it
@@ -593,10 +496,10 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	mine := false
-	switch l.phase {
-	case lockstate.Held:
+	switch p := l.life.phase; {
+	case p.Idle():
 		mine = l.to(lockstate.Extend)
-	case lockstate.Extending:
+	case p.Extending():
 		w := &turn{woken: make(chan struct{})}
 		m := l.moreLocked()
 		m.queue = append(m.queue, w)
@@ -618,14 +521,14 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 func (l *Lock) beginRenewal(ctx context.Context, start time.Time, ttl time.Duration) (ok bool, evs []outcome) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.phase == lockstate.Extending && l.retry == nil {
+	if l.life.phase.Extending() && l.retry == nil {
 		l.retry = clock.AfterFunc(l.c.o.clock, l.retryIn(), l.onRetry) // an Extend is in flight: try again soon
 	}
-	if l.phase != lockstate.Held || l.retry != nil {
+	if !l.life.phase.Idle() || l.retry != nil {
 		return false, nil
 	}
 	if !l.to(lockstate.Extend) {
-		return false, nil // offTable ended l and reports it
+		return false, nil // l was lost, and fault reports it
 	}
 	_, evs, err := l.startLocked(ctx, start, start, ttl, opRenew, true)
 	return err == nil, evs
@@ -641,9 +544,9 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	var err error
 	expired := false
 	switch {
-	case l.ended != nil && l.ended != ErrReleased: // the loss's cause too, whether its timer fired first or not
-		err = fmt.Errorf("%w: %s %s: lock was lost: %w", ErrNotHeld, o, quoteKeys(l.keys), l.ended)
-	case l.ended != nil || l.phase == lockstate.Releasing:
+	case l.life.phase == lockstate.Lost || l.life.phase == lockstate.LostReleased: // the loss's cause too, whether its timer fired first or not
+		err = fmt.Errorf("%w: %s %s: lock was lost: %w", ErrNotHeld, o, quoteKeys(l.keys), l.life.cause)
+	case l.life.over() || l.life.phase.Releasing():
 		err = fmt.Errorf("%w: %s %s: lock was released", ErrNotHeld, o, quoteKeys(l.keys))
 	case !mine || ctx.Err() != nil: // a call that is already over sends nothing
 		err = &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Err: ErrNotExtended, Cause: ctx.Err()}
@@ -663,12 +566,12 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 		return start, nil, nil
 	}
 	if mine {
-		l.passTurn()
+		l.passTurn(lockstate.Skip)
 	}
 	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, err: err, left: l.remaining()}}
 	if expired {
 		cause := l.expired()
-		if l.endLocked(cause) {
+		if l.lose(cause) {
 			evs = append(evs, l.lostEvent(cause))
 		}
 	}
@@ -698,20 +601,20 @@ func (l *Lock) armExpiryIfSet() {
 	}
 }
 
-// passTurn ends the extension in flight: the next one queued gets the
-// turn (the phase stays extending), or l is held again; a Release waiting
-// for it goes on. l.mu must be held.
-func (l *Lock) passTurn() {
-	if l.phase == lockstate.Extending && l.queueLen() > 0 {
+// passTurn ends the extension in flight with verdict v (confirm, doubt
+// or skip): the next one queued gets the turn, or l is held again; a
+// Release waiting for it goes on. l.mu must be held.
+func (l *Lock) passTurn(v lockstate.Event) {
+	l.to(v) // off the table, l is lost; Release goes on all the same
+	if l.life.phase.Idle() && l.queueLen() > 0 {
 		m := l.more
 		w := m.queue[0]
 		m.queue = m.queue[1:]
 		w.granted = true
 		close(w.woken)
-		l.to(lockstate.HandOn)
+		l.to(lockstate.Extend)
 		return
 	}
-	l.to(lockstate.Settle) // off the table, l ends; Release goes on all the same
 	if l.idle != nil {
 		close(l.idle)
 		l.idle = nil
@@ -731,9 +634,11 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	defer l.passTurn()
-	if out.Reached && out.Err == nil && l.ended == nil && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
-		l.deadline, l.ttl, l.confirmed = newDeadline, ttl, true
+	verdict := lockstate.Doubt
+	defer func() { l.passTurn(verdict) }()
+	if out.Reached && out.Err == nil && !l.life.over() && start.Before(l.deadline) && newDeadline.Sub(now) > c.o.minValidity {
+		verdict = lockstate.Confirm
+		l.deadline, l.ttl = newDeadline, ttl
 		l.setVotes(out.Votes)
 		l.armExpiryIfSet()
 		if o == opExtend && l.watchdog {
@@ -741,11 +646,10 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 		}
 		return []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: l.remaining()}}, nil
 	}
-	l.confirmed = false
 	qe := &QuorumError{Op: o.pub(), Keys: l.keys, Need: c.need, Got: out.Yes, Attempts: 1,
 		Nodes: c.results(out), Err: ErrNotExtended, Cause: out.Err}
 	lost := false
-	if l.ended != nil {
+	if l.life.over() {
 		qe.Err = ErrNotHeld
 	} else if len(c.nodes)-out.No-c.quarantinedPending(out) < c.need || l.remaining() <= 0 { // too few nodes may still hold it
 		qe.Err, lost = ErrLockLost, true
@@ -754,10 +658,10 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 		qe.Cause = ctx.Err()
 	}
 	evs := []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, err: qe, left: l.remaining()}}
-	if lost && l.endLocked(qe) {
+	if lost && l.lose(qe) {
 		evs = append(evs, l.lostEvent(qe))
 	}
-	if o == opRenew && qe.Err == ErrNotExtended && l.ended == nil && l.phase != lockstate.Releasing {
+	if o == opRenew && qe.Err == ErrNotExtended && l.life.phase.Extending() {
 		l.retry = clock.AfterFunc(c.o.clock, l.retryIn(), l.onRetry)
 	}
 	return evs, qe
@@ -795,19 +699,15 @@ func (l *Lock) retryIn() time.Duration {
 func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, lost error, next *Lock) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	left, ttl, again = l.remaining(), l.ttl, l.released
-	l.released = true
-	if again {
+	left, ttl = l.remaining(), l.ttl
+	from := l.life.phase
+	if !l.to(lockstate.Release) { // no extension starts after this
+		return left, ttl, false, l.life.cause, nil
+	}
+	if from.ReleaseCalled() {
 		return left, ttl, true, nil, nil
 	}
-	if l.ended != nil {
-		return left, ttl, false, l.ended, nil
-	}
-	waiting := l.phase == lockstate.Extending
-	if !l.to(lockstate.Release) { // no extension starts after this
-		return left, ttl, false, l.ended, nil
-	}
-	if waiting {
+	if from.Extending() {
 		idle := make(chan struct{})
 		l.idle = idle
 		l.wakeQueue()
@@ -815,14 +715,14 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 		<-idle // the extension in flight settles, bounded by its node deadline
 		l.mu.Lock()
 	}
-	if l.ended != nil {
-		return left, ttl, false, l.ended, nil
+	if l.life.over() { // lost before Release, or while it waited
+		return left, ttl, false, l.life.cause, nil
 	}
-	if handOn && l.confirmed && l.remaining() > l.c.o.minValidity {
+	if handOn && l.life.phase == lockstate.Releasing && l.remaining() > l.c.o.minValidity {
 		next = l.successor()
 	}
-	if !l.endLocked(ErrReleased) {
-		return left, ttl, false, l.ended, nil
+	if !l.move(lockstate.End, ErrReleased) {
+		return left, ttl, false, l.life.cause, nil
 	}
 	return left, ttl, false, nil, next
 }
@@ -832,7 +732,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 func (l *Lock) successor() *Lock {
 	now := l.c.o.clock.Now()
 	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: now, watchdog: l.watchdog,
-		runBefore: l.runBefore + now.Sub(l.acquired), passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, confirmed: true, typ: l.typ, name: l.name, hold: l.hold}
+		runBefore: l.runBefore + now.Sub(l.acquired), passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, typ: l.typ, name: l.name, hold: l.hold}
 	// Nil if l was never extended: no call of l is then in flight to keep
 	// in order (ord runs before an extension's round starts).
 	n.ordr.Store(l.ordr.Load())

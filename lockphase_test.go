@@ -17,13 +17,15 @@ import (
 )
 
 // phaseWalk is a Client on the fake clock whose Locks report every phase
-// transition; its nodes are never reached (nothing here sends).
+// transition, and refuse the one row broken names (a bug, for tests of
+// one); its nodes are never reached (nothing here sends).
 type phaseWalk struct {
-	t    *testing.T
-	fc   *clock.Fake
-	c    *Client
-	mu   sync.Mutex
-	seen map[lockstate.Row]int
+	t      *testing.T
+	fc     *clock.Fake
+	c      *Client
+	mu     sync.Mutex
+	seen   map[lockstate.Row]int
+	broken atomic.Pointer[lockstate.Row] // From and On of a row to refuse
 }
 
 func newPhaseWalk(t *testing.T, opts ...Option) *phaseWalk {
@@ -45,10 +47,17 @@ func newPhaseWalk(t *testing.T, opts ...Option) *phaseWalk {
 			n.Close()
 		}
 	})
-	c.o.onPhase = func(from lockstate.Phase, on lockstate.Event, to lockstate.Phase) {
-		w.mu.Lock()
-		w.seen[lockstate.Row{From: from, On: on, To: to}]++
-		w.mu.Unlock()
+	c.o.phaseTable = func(from lockstate.Phase, on lockstate.Event) (lockstate.Phase, bool) {
+		if b := w.broken.Load(); b != nil && b.From == from && b.On == on {
+			return from, false
+		}
+		to, ok := lockstate.Next(from, on)
+		if ok {
+			w.mu.Lock()
+			w.seen[lockstate.Row{From: from, On: on, To: to}]++
+			w.mu.Unlock()
+		}
+		return to, ok
 	}
 	w.c = c
 	return w
@@ -58,7 +67,16 @@ func newPhaseWalk(t *testing.T, opts ...Option) *phaseWalk {
 func (w *phaseWalk) lock(ttl time.Duration) *Lock {
 	now := w.fc.Now()
 	return &Lock{c: w.c, typ: plain{}, keys: []string{"k"}, name: "k", owner: "id:r", ttl: ttl, acquired: now,
-		deadline: now.Add(validity(ttl, 0, w.c.o.driftFactor)), confirmed: true}
+		deadline: now.Add(validity(ttl, 0, w.c.o.driftFactor))}
+}
+
+// unsure is a held Lock whose last extension fell short of the quorum.
+func (w *phaseWalk) unsure(ttl time.Duration) *Lock {
+	l := w.lock(ttl)
+	w.renew(l)
+	w.settle(l, w.short())
+	w.want(l, lockstate.HeldUnsure, "an extension short of the quorum")
+	return l
 }
 
 // yes is a round that reached the quorum.
@@ -66,10 +84,74 @@ func (w *phaseWalk) yes() quorum.Outcome {
 	return quorum.Outcome{Reached: true, Yes: 3, Votes: []quorum.Vote{{OK: true, Done: true}, {OK: true, Done: true}, {OK: true, Done: true}}}
 }
 
+// short is a round that fell short of the quorum, with every node still
+// possibly holding the lock: it stays held until its deadline.
+func (w *phaseWalk) short() quorum.Outcome {
+	return quorum.Outcome{Yes: 1, Votes: []quorum.Vote{{OK: true, Done: true}, {}, {}}}
+}
+
+// renew starts a watchdog renewal of l.
+func (w *phaseWalk) renew(l *Lock) {
+	w.t.Helper()
+	if ok, _ := l.beginRenewal(context.Background(), w.fc.Now(), l.TTL()); !ok {
+		w.t.Fatalf("renewal not started in phase %v", w.phase(l))
+	}
+}
+
+// settle settles the extension in flight with out.
+func (w *phaseWalk) settle(l *Lock, out quorum.Outcome) error {
+	_, err := l.settle(context.Background(), opExtend, w.fc.Now(), w.fc.Now(), l.TTL(), out)
+	return err
+}
+
+// skip ends the turn of the extension in flight without a round, as
+// startLocked does when the turn finds the Lock releasing or lost.
+func (w *phaseWalk) skip(l *Lock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.passTurn(lockstate.Skip)
+}
+
+// lose runs l past its deadline and lets Err find it lost.
+func (w *phaseWalk) lose(l *Lock) {
+	w.t.Helper()
+	w.fc.Advance(l.TTL())
+	if err := l.Err(); !errors.Is(err, ErrLockLost) {
+		w.t.Fatalf("Err past the deadline: %v", err)
+	}
+}
+
+type releaseResult struct {
+	again bool
+	lost  error
+	next  *Lock
+}
+
+func (w *phaseWalk) release(l *Lock, handOn bool) releaseResult {
+	_, _, again, lost, next := l.beginRelease(handOn)
+	return releaseResult{again, lost, next}
+}
+
+// releaseWaiting begins a Release of l, which has an extension in flight,
+// and returns once it waits for it (and Release's result when it is done).
+func (w *phaseWalk) releaseWaiting(l *Lock, handOn bool) <-chan releaseResult {
+	ch := make(chan releaseResult, 1)
+	go func() { ch <- w.release(l, handOn) }()
+	for !w.phase(l).Releasing() {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-ch:
+		w.t.Fatal("Release did not wait for the extension in flight")
+	case <-time.After(10 * time.Millisecond):
+	}
+	return ch
+}
+
 func (w *phaseWalk) phase(l *Lock) lockstate.Phase {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.phase
+	return l.life.phase
 }
 
 func (w *phaseWalk) want(l *Lock, p lockstate.Phase, after string) {
@@ -79,21 +161,30 @@ func (w *phaseWalk) want(l *Lock, p lockstate.Phase, after string) {
 	}
 }
 
-// Every row of the phase table is taken by a Lock driven through its
+// Every row of the phase table is taken by Locks driven through their
 // transitions on the fake clock, and each lands where the table says, with
-// the effect the user sees (deadline, Done, Err).
+// the effect the user sees (deadline, Done, Err, the hand-on).
 func TestLockPhaseTableWalk(t *testing.T) {
 	w := newPhaseWalk(t)
-	ctx := context.Background()
 	ttl := time.Second
+	walkExtensions(t, w, ttl)
+	walkReleases(t, w, ttl)
+	walkLosses(t, w, ttl)
+	for _, r := range lockstate.Rows() {
+		if w.seen[lockstate.Row{From: r.From, On: r.On, To: r.To}] == 0 {
+			t.Errorf("row %v -%v-> %v never taken", r.From, r.On, r.To)
+		}
+	}
+}
 
-	// held -extend-> extending -settle-> held: the deadline moves.
+// walkExtensions takes the rows of extensions: confirmed, short of the
+// quorum, queued and skipped.
+func walkExtensions(t *testing.T, w *phaseWalk, ttl time.Duration) {
+	ctx := context.Background()
 	l := w.lock(ttl)
 	w.fc.Advance(100 * time.Millisecond)
 	start := w.fc.Now()
-	if ok, _ := l.beginRenewal(ctx, start, ttl); !ok {
-		t.Fatal("renewal not started")
-	}
+	w.renew(l)
 	w.want(l, lockstate.Extending, "a renewal began")
 	l.settle(ctx, opRenew, start, start, ttl, w.yes())
 	w.want(l, lockstate.Held, "it settled")
@@ -101,13 +192,13 @@ func TestLockPhaseTableWalk(t *testing.T) {
 		t.Fatalf("deadline %v, want %v", got, want)
 	}
 
-	// extending -hand-on-> extending: a queued Extend takes the turn.
-	l.beginRenewal(ctx, w.fc.Now(), ttl)
+	// A queued Extend takes the turn as the renewal settles.
+	w.renew(l)
 	second := make(chan error, 1)
 	go func() {
 		s, _, err := l.beginExtend(ctx, w.fc.Now(), ttl)
 		if err == nil {
-			l.settle(ctx, opExtend, w.fc.Now(), s, ttl, w.yes())
+			_, err = l.settle(ctx, opExtend, w.fc.Now(), s, ttl, w.yes())
 		}
 		second <- err
 	}()
@@ -120,73 +211,166 @@ func TestLockPhaseTableWalk(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	l.settle(ctx, opRenew, w.fc.Now(), w.fc.Now(), ttl, w.yes())
+	w.settle(l, w.yes())
 	if err := <-second; err != nil {
 		t.Fatalf("queued Extend: %v", err)
 	}
 	w.want(l, lockstate.Held, "the queued Extend settled")
 
-	// held -release-> releasing -end-> ended: Done closes, Err says released.
-	_, _, _, lost, next := l.beginRelease(false)
-	if lost != nil || next != nil || !errors.Is(l.Err(), ErrReleased) {
-		t.Fatalf("release: lost %v, next %v, Err %v", lost, next, l.Err())
+	// Short of the quorum: held, unsure, until a round confirms it again.
+	l = w.unsure(ttl)
+	if err := l.Err(); err != nil {
+		t.Fatalf("Err of a held, unsure Lock: %v", err)
+	}
+	w.renew(l)
+	w.want(l, lockstate.ExtendingUnsure, "a renewal of an unsure Lock")
+	w.settle(l, w.short())
+	w.want(l, lockstate.HeldUnsure, "another short round")
+	w.renew(l)
+	w.settle(l, w.yes())
+	w.want(l, lockstate.Held, "a confirmed round")
+
+	// An Extend whose ctx is done sends nothing: the phase is as before.
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, _, err := l.beginExtend(done, w.fc.Now(), ttl); err == nil {
+		t.Fatal("Extend with a done ctx started")
+	}
+	w.want(l, lockstate.Held, "a skipped Extend")
+	l = w.unsure(ttl)
+	l.beginExtend(done, w.fc.Now(), ttl)
+	w.want(l, lockstate.HeldUnsure, "a skipped Extend of an unsure Lock")
+}
+
+// walkReleases takes the rows of Release: at once, after the extension in
+// flight, again, and the hand-on, which only a confirmed Lock makes.
+func walkReleases(t *testing.T, w *phaseWalk, ttl time.Duration) {
+	l := w.lock(ttl)
+	if r := w.release(l, false); r.lost != nil || r.next != nil || r.again || !errors.Is(l.Err(), ErrReleased) {
+		t.Fatalf("release: %+v, Err %v", r, l.Err())
 	}
 	<-l.Done()
-	w.want(l, lockstate.Ended, "Release")
-
-	// extending -release-> releasing -settle-> releasing: Release waits
-	// for the extension in flight.
-	l = w.lock(ttl)
-	l.beginRenewal(ctx, w.fc.Now(), ttl)
-	released := make(chan struct{})
-	go func() { l.beginRelease(false); close(released) }()
-	for w.phase(l) != lockstate.Releasing {
-		time.Sleep(time.Millisecond)
-	}
-	select {
-	case <-released:
-		t.Fatal("Release did not wait for the extension in flight")
-	case <-time.After(20 * time.Millisecond):
-	}
-	l.settle(ctx, opRenew, w.fc.Now(), w.fc.Now(), ttl, w.yes())
-	<-released
-	w.want(l, lockstate.Ended, "Release after the extension")
-
-	// held -end-> ended at the deadline.
-	l = w.lock(ttl)
-	w.fc.Advance(ttl)
-	if err := l.Err(); !errors.Is(err, ErrLockLost) {
-		t.Fatalf("Err past the deadline: %v", err)
-	}
-	w.want(l, lockstate.Ended, "the deadline")
-
-	// extending -end-> ended, then a late settle leaves it ended.
-	l = w.lock(ttl)
-	l.beginRenewal(ctx, w.fc.Now(), ttl)
-	w.fc.Advance(ttl)
-	_ = l.Err()
-	w.want(l, lockstate.Ended, "the deadline during an extension")
-	l.settle(ctx, opRenew, w.fc.Now(), w.fc.Now(), ttl, w.yes())
-	w.want(l, lockstate.Ended, "a late settle")
-	if l.Remaining() != 0 {
-		t.Fatal("a late settle revived a lost Lock")
+	w.want(l, lockstate.Released, "Release")
+	if r := w.release(l, false); !r.again {
+		t.Fatal("a second Release was not refused")
 	}
 
-	// ended -pass-> passed: the hold goes to a successor.
+	l = w.unsure(ttl)
+	if r := w.release(l, true); r.next != nil || r.lost != nil {
+		t.Fatalf("release of an unsure Lock: %+v (no hand-on)", r)
+	}
+	w.want(l, lockstate.Released, "Release of an unsure Lock")
+
+	// Release waits for the extension in flight, whose verdict decides the
+	// hand-on; a second Release meanwhile is refused at once.
 	l = w.lock(ttl)
-	_, _, _, _, next = l.beginRelease(true)
-	if next == nil {
-		t.Fatal("no successor for a confirmed Lock with validity to spare")
+	w.renew(l)
+	ch := w.releaseWaiting(l, true)
+	if r := w.release(l, true); !r.again {
+		t.Fatal("a Release during Release was not refused")
+	}
+	w.settle(l, w.short())
+	if r := <-ch; r.next != nil || r.lost != nil {
+		t.Fatalf("release after a short round: %+v (no hand-on)", r)
+	}
+	l = w.unsure(ttl)
+	w.renew(l)
+	ch = w.releaseWaiting(l, true)
+	if r := w.release(l, true); !r.again {
+		t.Fatal("a Release during Release was not refused")
+	}
+	w.settle(l, w.yes())
+	r := <-ch
+	if r.next == nil {
+		t.Fatal("no successor for a Lock confirmed again with validity to spare")
 	}
 	l.markPassed()
 	w.want(l, lockstate.Passed, "the hand-on")
-	if next.Deadline() != l.Deadline() || next.Owner() != l.Owner() {
+	if r.next.Deadline() != l.Deadline() || r.next.Owner() != l.Owner() {
 		t.Fatal("the successor does not carry the hold")
 	}
+	if r := w.release(l, false); !r.again {
+		t.Fatal("Release after the hand-on was not refused")
+	}
+	for _, end := range []func(*Lock){ // the extension waited for confirms, or sends nothing
+		func(l *Lock) { w.settle(l, w.yes()) },
+		w.skip,
+	} {
+		for _, unsure := range []bool{false, true} {
+			l = w.lock(ttl)
+			if unsure {
+				l = w.unsure(ttl)
+			}
+			w.renew(l)
+			ch = w.releaseWaiting(l, false)
+			end(l)
+			if r := <-ch; r.lost != nil || !errors.Is(l.Err(), ErrReleased) {
+				t.Fatalf("release after the extension: %+v", r)
+			}
+		}
+	}
+	l = w.unsure(ttl)
+	w.renew(l)
+	ch = w.releaseWaiting(l, false)
+	w.settle(l, w.short())
+	<-ch
+	w.want(l, lockstate.Released, "Release after another short round")
+}
 
-	for _, r := range lockstate.Rows() {
-		if w.seen[lockstate.Row{From: r.From, On: r.On, To: r.To}] == 0 {
-			t.Errorf("row %v -%v-> %v never taken", r.From, r.On, r.To)
+// walkLosses takes the rows of losses: in every live phase, Release of a
+// lost Lock, and extensions settling on one.
+func walkLosses(t *testing.T, w *phaseWalk, ttl time.Duration) {
+	l := w.lock(ttl)
+	w.lose(l)
+	w.want(l, lockstate.Lost, "the deadline")
+	if r := w.release(l, false); r.again || !errors.Is(r.lost, ErrLockLost) {
+		t.Fatalf("Release of a lost Lock: %+v", r)
+	}
+	w.want(l, lockstate.LostReleased, "Release of a lost Lock")
+	if r := w.release(l, false); !r.again {
+		t.Fatal("a second Release of a lost Lock was not refused")
+	}
+	w.lose(w.unsure(ttl))
+
+	// Lost during an extension, which then settles on the lost Lock.
+	for _, end := range []func(*Lock){
+		func(l *Lock) { w.settle(l, w.yes()) },
+		func(l *Lock) { w.settle(l, w.short()) },
+		w.skip,
+	} {
+		for _, unsure := range []bool{false, true} {
+			l = w.lock(ttl)
+			if unsure {
+				l = w.unsure(ttl)
+			}
+			w.renew(l)
+			w.lose(l)
+			end(l)
+			w.want(l, lockstate.Lost, "an extension settled on a lost Lock")
+			if l.Remaining() != 0 {
+				t.Fatal("a late settle revived a lost Lock")
+			}
+		}
+	}
+
+	// Lost while Release waits for the extension in flight.
+	for _, end := range []func(*Lock){
+		func(l *Lock) { w.settle(l, w.yes()) },
+		w.skip,
+	} {
+		for _, unsure := range []bool{false, true} {
+			l = w.lock(ttl)
+			if unsure {
+				l = w.unsure(ttl)
+			}
+			w.renew(l)
+			ch := w.releaseWaiting(l, true)
+			w.lose(l)
+			end(l)
+			if r := <-ch; r.next != nil || !errors.Is(r.lost, ErrLockLost) {
+				t.Fatalf("Release of a Lock lost meanwhile: %+v", r)
+			}
+			w.want(l, lockstate.LostReleased, "a loss during Release")
 		}
 	}
 }
@@ -207,16 +391,15 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	ctx, ttl := context.Background(), time.Second
 	other := w.lock(10 * ttl)
 
-	// The expiry timer meets a Lock whose phase went wrong (passed, yet
-	// not ended): its end is off the table.
+	// The expiry timer meets a table without the loss of a held Lock.
 	l := w.lock(ttl)
 	done := l.Done() // arms the expiry timer
-	l.mu.Lock()
-	l.phase = lockstate.Passed
-	l.mu.Unlock()
+	w.broken.Store(&lockstate.Row{From: lockstate.Held, On: lockstate.Lose})
 	w.fc.Advance(ttl)
 	waitClosed(t, done, "Done after an off-table end on the timer")
-	wantPhaseError(t, l.Err(), "passed", "end")
+	w.broken.Store(nil)
+	wantPhaseError(t, l.Err(), "held", "lose")
+	w.want(l, lockstate.Lost, "an off-table loss")
 	wantLostEvent(t, lost, l)
 
 	// held -pass-> is no row either.
@@ -228,14 +411,23 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	waitClosed(t, done, "Done after held -pass->")
 	wantPhaseError(t, l.Err(), "held", "pass")
 	wantPhaseError(t, context.Cause(l.Context()), "held", "pass")
-	w.want(l, lockstate.Ended, "held -pass->")
+	w.want(l, lockstate.Lost, "held -pass->")
 	wantLostEvent(t, lost, l)
-	if _, _, _, lostErr, _ := l.beginRelease(false); !errors.Is(lostErr, ErrInternal) {
-		t.Fatalf("Release of the ended Lock: lost %v", lostErr)
+	if r := w.release(l, false); !errors.Is(r.lost, ErrInternal) {
+		t.Fatalf("Release of the ended Lock: lost %v", r.lost)
 	}
 	for !strings.Contains(log.String(), `level=ERROR msg="redlock: internal error"`) ||
 		!strings.Contains(log.String(), "in phase held has no transition on pass") {
 		time.Sleep(time.Millisecond) // reported on another goroutine
+	}
+
+	// An ended Lock stays as it ended; the log alone says so.
+	l.mu.Lock()
+	l.to(lockstate.Extend)
+	l.mu.Unlock()
+	wantPhaseError(t, l.Err(), "held", "pass")
+	for !strings.Contains(log.String(), "in phase lost-released has no transition on extend") {
+		time.Sleep(time.Millisecond)
 	}
 
 	// Without a logger of the Client's, slog.Default gets it.
@@ -245,9 +437,9 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	defer slog.SetDefault(was)
 	bare := newPhaseWalk(t).lock(ttl)
 	bare.mu.Lock()
-	bare.to(lockstate.Settle)
+	bare.to(lockstate.Confirm)
 	bare.mu.Unlock()
-	for !strings.Contains(def.String(), "in phase held has no transition on settle") {
+	for !strings.Contains(def.String(), "in phase held has no transition on confirm") {
 		time.Sleep(time.Millisecond)
 	}
 
@@ -259,8 +451,8 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	if _, err := other.settle(ctx, opRenew, start, start, ttl, w.yes()); err != nil || other.Err() != nil {
 		t.Fatalf("renewal of another Lock: %v, Err %v", err, other.Err())
 	}
-	if _, _, _, lostErr, _ := other.beginRelease(false); lostErr != nil || !errors.Is(other.Err(), ErrReleased) {
-		t.Fatalf("release of another Lock: lost %v, Err %v", lostErr, other.Err())
+	if r := w.release(other, false); r.lost != nil || !errors.Is(other.Err(), ErrReleased) {
+		t.Fatalf("release of another Lock: lost %v, Err %v", r.lost, other.Err())
 	}
 }
 
@@ -318,15 +510,16 @@ func recovered(t *testing.T, f func()) {
 }
 
 // A panic out of a callback that a Lock calls under its mutex (here the
-// phase hook), recovered by the caller, leaves nothing locked: the same
+// phase table), recovered by the caller, leaves nothing locked: the same
 // Lock and the Client go on, and Close returns.
 func TestRecoveredPanicLeavesNothingLocked(t *testing.T) {
 	w := newPhaseWalk(t)
 	var boom atomic.Int32 // 1 + the event on which the hook panics, once
-	w.c.o.onPhase = func(_ lockstate.Phase, on lockstate.Event, _ lockstate.Phase) {
+	w.c.o.phaseTable = func(from lockstate.Phase, on lockstate.Event) (lockstate.Phase, bool) {
 		if boom.CompareAndSwap(int32(on)+1, 0) {
 			panic("hook")
 		}
+		return lockstate.Next(from, on)
 	}
 	ctx, ttl := context.Background(), time.Second
 
@@ -339,7 +532,7 @@ func TestRecoveredPanicLeavesNothingLocked(t *testing.T) {
 	// Err past the deadline: the hook panics as the Lock ends.
 	l = w.lock(ttl)
 	w.fc.Advance(ttl)
-	boom.Store(int32(lockstate.End) + 1)
+	boom.Store(int32(lockstate.Lose) + 1)
 	recovered(t, func() { l.Err() })
 	within(t, "Err after a panic in Err", func() {
 		if err := l.Err(); !errors.Is(err, ErrLockLost) {

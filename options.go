@@ -142,9 +142,10 @@ type options struct {
 	driftExclude bool
 	coalesce     bool // WithoutCoalescing
 	durable      bool // WithDurableVotes
-	// onPhase, if set (by tests only), sees every phase transition of
-	// every Lock, under its mutex.
-	onPhase func(from lockstate.Phase, on lockstate.Event, to lockstate.Phase)
+	// phaseTable, if set (by tests only), stands for lockstate.Next for
+	// every Lock, under its mutex: tests wrap it to watch transitions or
+	// to break a row.
+	phaseTable func(lockstate.Phase, lockstate.Event) (lockstate.Phase, bool)
 }
 
 func defaults() options {

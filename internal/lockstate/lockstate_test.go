@@ -26,15 +26,67 @@ func TestNextFollowsTheTable(t *testing.T) {
 	}
 }
 
-// The last phases are final: nothing leaves passed, and ended leads only
-// to passed (or stays on a late settle).
+// An end is final: from an end phase only Release (refused as a repeat,
+// in place), a late verdict on a lost Lock, and the pass of a released
+// one are listed, and none leads back to a live phase.
 func TestEndIsFinal(t *testing.T) {
-	for e := Event(0); e < events; e++ {
-		if p, ok := Next(Passed, e); ok {
-			t.Errorf("passed on %v moved to %v", e, p)
+	for p := Phase(0); p < phases; p++ {
+		for e := Event(0); e < events; e++ {
+			q, ok := Next(p, e)
+			if ok && p.Over() && !q.Over() {
+				t.Errorf("%v on %v came back to %v", p, e, q)
+			}
 		}
-		if p, ok := Next(Ended, e); ok && p != Passed && p != Ended {
-			t.Errorf("ended on %v moved to %v", e, p)
+		if !p.Over() {
+			continue
+		}
+		if q, ok := Next(p, Release); !ok || q != p && !(p == Lost && q == LostReleased) {
+			t.Errorf("%v on release = %v, %v: want a repeat, in place", p, q, ok)
+		}
+	}
+	if q, _ := Next(Released, Pass); q != Passed {
+		t.Error("a released Lock does not pass")
+	}
+}
+
+// Every live phase can be lost (a bug's loss takes that row), and loses
+// into lost-released once Release was called; nothing ends the Lock as
+// released but Release's end.
+func TestLossAndRelease(t *testing.T) {
+	for p := Phase(0); p < phases; p++ {
+		q, ok := Next(p, Lose)
+		switch {
+		case p.Over() && ok:
+			t.Errorf("%v was lost again", p)
+		case !p.Over() && (!ok || q != Lost && q != LostReleased):
+			t.Errorf("%v on lose = %v, %v", p, q, ok)
+		case !p.Over() && (q == LostReleased) != p.ReleaseCalled():
+			t.Errorf("%v on lose = %v: Release called %v", p, q, p.ReleaseCalled())
+		}
+	}
+	for _, r := range Rows() {
+		if r.To == Released && r.From != Released && r.On != End {
+			t.Errorf("%v on %v ends as released", r.From, r.On)
+		}
+	}
+}
+
+// Only a confirmed round, or the lack of any, leaves a Lock sure: a
+// verdict short of the quorum makes it unsure, and only a confirmation
+// makes an unsure Lock sure again.
+func TestUnsureOnlyConfirmClears(t *testing.T) {
+	unsure := map[Phase]bool{HeldUnsure: true, ExtendingUnsure: true, ReleasingUnsure: true}
+	for _, r := range Rows() {
+		if r.To.Over() || r.From.Over() {
+			continue
+		}
+		switch {
+		case r.On == Doubt && !unsure[r.To]:
+			t.Errorf("%v on doubt = %v: not unsure", r.From, r.To)
+		case r.On == Confirm && unsure[r.To]:
+			t.Errorf("%v on confirm = %v: still unsure", r.From, r.To)
+		case r.On != Confirm && unsure[r.From] && !unsure[r.To]:
+			t.Errorf("%v on %v = %v: sure without a confirmed round", r.From, r.On, r.To)
 		}
 	}
 }
