@@ -9,7 +9,6 @@ import (
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
-	"github.com/redlock-go/redlock/observe"
 )
 
 // request is one Lock, TryLock, LockKeys or TryLockKeys call.
@@ -82,7 +81,7 @@ func (c *Client) acquire(ctx context.Context, keys []string, ttl time.Duration, 
 	}
 	r.begin = c.o.clock.Now()
 	ev := c.acquireEntered(ctx, r)
-	ev.kind = r.typ.kind()
+	ev.kind = r.typ.is().kind
 	c.exit()
 	c.report(ctx, ev)
 	return ev.lock, ev.err
@@ -152,7 +151,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 	var res result
 	var d time.Duration
 	n, idle := 0, 0 // attempts; failed ones in a row (the backoff grows with them)
-	if r.typ.tryFirst() && !c.hub.Queued(queue) {
+	if r.typ.is().tryFirst && !c.hub.Queued(queue) {
 		n = 1
 		var err error
 		res, err = c.attemptN(ctx, r, n)
@@ -192,7 +191,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		}
 		c.raced(queue, r.typ, res.lock != nil, woken, res.out.Votes)
 		if res.lock != nil {
-			if r.typ.shared() {
+			if r.typ.is().shared {
 				t.LeaveShared() // local waiters may get in beside it: they try now
 			} else {
 				t.LeaveHolding()
@@ -205,7 +204,7 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		c.warnDown(ctx, r, n, res)
 		idle++ // also after a lost race: the winner's release will be announced, polls are the fallback
 		d = c.backoff(&r.o, idle)
-		if r.typ.kind() == observe.KindPlain {
+		if r.typ.is().foreign {
 			d = c.foreignWait(ctx, r, r.keys[0], woken, d) // a foreign holder publishes no release
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // WithFencing gives every lock of this Client a fencing token (Lock.Token):
@@ -82,7 +83,7 @@ func (fenced) won(ctx context.Context, c *Client, r *request, keys []string, own
 	return c.fence(ctx, keys, r.ttl, owner, out)
 }
 
-func (fenced) runs() bool { return false }
+func (fenced) is() traits { return traits{kind: observe.KindPlain, tryFirst: true, foreign: true} }
 
 func fenceKeys(keys []string) []string {
 	f := make([]string, len(keys))

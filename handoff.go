@@ -45,7 +45,7 @@ func runEnds(passes, n int, age, d time.Duration, seen bool) (end, ask bool) {
 // runs are bounded in time; it may ask the nodes, in the background,
 // whether another process waits (see rivals).
 func (c *Client) runOver(l *Lock) bool {
-	if !l.typ.runs() || len(l.keys) != 1 {
+	if !l.typ.is().runs || len(l.keys) != 1 {
 		return int(l.passes) >= c.o.localHandoff
 	}
 	key := l.waitKey()
@@ -62,7 +62,7 @@ func (c *Client) runOver(l *Lock) bool {
 // to a local waiter: a single key of a type passed in runs and a waiter
 // queued.
 func (c *Client) mayHandOn(l *Lock) bool {
-	return c.hub != nil && len(l.keys) == 1 && l.typ.runs() && c.hub.Queued(l.waitKey())
+	return c.hub != nil && len(l.keys) == 1 && l.typ.is().runs && c.hub.Queued(l.waitKey())
 }
 
 // handOn offers next, the successor of l, to the head of l's local queue

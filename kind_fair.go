@@ -28,14 +28,14 @@ const fairRetryMax = FairWaiterTimeout / 10
 // places. TryLock with Fair succeeds only when nobody waits. Every caller
 // of the key must use Fair (a plain Lock ignores the queue). One key per
 // call; no fencing. The backoff max is capped at FairWaiterTimeout/10.
-func Fair() LockOption { return kindOption(observe.KindFair, 0) }
+func Fair() LockOption { return kindOption(fair{}) }
 
 // fair is a plain lock granted in ticket order (fair_lock.lua): never
 // handed on locally (a local waiter may have come after a remote one),
 // and a waiter queues, with its ticket, before its first attempt.
 type fair struct{ plain }
 
-func (fair) kind() observe.Kind { return observe.KindFair }
+func (fair) is() traits { return traits{kind: observe.KindFair} }
 
 // check caps the backoff, so that a live waiter renews its place well
 // within FairWaiterTimeout.
@@ -53,10 +53,6 @@ func (fair) command(c *Client, r *request, _ []string, owner string) (cmd, again
 func (fair) queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
 	return c.fairEnter(ctx, r, r.queue())
 }
-
-func (fair) tryFirst() bool { return false }
-
-func (fair) runs() bool { return false }
 
 func fairKeys(key string) node.FairKeys {
 	return node.FairKeys{Lock: key, Queue: "{" + key + "}:fair:queue", Places: "{" + key + "}:fair:places",

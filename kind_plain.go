@@ -16,7 +16,9 @@ import (
 // other types embed it.
 type plain struct{}
 
-func (plain) kind() observe.Kind { return observe.KindPlain }
+func (plain) is() traits {
+	return traits{kind: observe.KindPlain, tryFirst: true, runs: true, foreign: true}
+}
 
 func (plain) check(*Client, *request) error { return nil }
 
@@ -45,13 +47,7 @@ func (plain) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, fun
 	return c.hub.EnterWant(q, *r), func(*Lock) { c.leftRace(q) }, nil
 }
 
-func (plain) tryFirst() bool { return true }
-
 func (plain) waitKey(key string) string { return key }
-
-func (plain) runs() bool { return true }
-
-func (plain) shared() bool { return false }
 
 func (plain) release(l *Lock, announce bool) *node.Cmd {
 	return node.Release(l.keys, l.owner, announce)

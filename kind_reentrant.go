@@ -17,14 +17,14 @@ import (
 // for any other holder like a plain lock. On each node the key is a hash
 // of the entries' owner values and expiries (Redis 7.0 and later; no
 // HEXPIRE needed). One key per call.
-func Reentrant() LockOption { return kindOption(observe.KindReentrant, 0) }
+func Reentrant() LockOption { return kindOption(reentrant{}) }
 
 // reentrant is a hash of entries on each node (reentrant_lock.lua):
 // entries of one hold share the key; each has its own owner value and
 // lease, so none is handed on locally.
 type reentrant struct{ typed }
 
-func (reentrant) kind() observe.Kind { return observe.KindReentrant }
+func (reentrant) is() traits { return traits{kind: observe.KindReentrant, tryFirst: true} }
 
 // enter enters the hold of a reentrant parent (one attempt, no wait); a
 // hold found lost fails before any traffic.

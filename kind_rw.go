@@ -18,13 +18,13 @@ import (
 // backoff (WithRetryBackoff: 400ms by default), renewed by each of its
 // attempts and kept on the nodes after the last reader left, so the
 // readers inside drain and the writer gets in. One key per call.
-func ReadLock() LockOption { return kindOption(observe.KindRead, 0) }
+func ReadLock() LockOption { return kindOption(reader{}) }
 
 // WriteLock makes the call the writer of a read-write lock: it holds the
 // key alone, with no reader or other writer (see ReadLock). A reader
 // cannot become a writer: a WriteLock whose ctx carries this Client's
 // read Lock of the key fails with ErrHeldByCaller rather than deadlock.
-func WriteLock() LockOption { return kindOption(observe.KindWrite, 0) }
+func WriteLock() LockOption { return kindOption(writer{}) }
 
 // typed is what the hash-backed types (reentrant, read-write) share: one
 // key, a round that meets another type's key is refused at once, and each
@@ -40,20 +40,16 @@ func (typed) refused(out quorum.Outcome) error {
 	return nil
 }
 
-func (typed) runs() bool { return false }
-
 // reader is a read-write lock's reader (rw_lock.lua): shared with other
 // readers.
 type reader struct{ typed }
 
-func (reader) kind() observe.Kind { return observe.KindRead }
+func (reader) is() traits { return traits{kind: observe.KindRead, tryFirst: true, shared: true} }
 
 func (reader) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {
 	cmd = node.ReadLock(keys[0], owner, r.ttl)
 	return cmd, cmd
 }
-
-func (reader) shared() bool { return true }
 
 // queue enters the reader as a shared waiter: once a reader of this Client
 // gets in, the readers queued behind it try together, up to the first
@@ -67,7 +63,7 @@ func (reader) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, fu
 // its intent, which keeps new readers out.
 type writer struct{ typed }
 
-func (writer) kind() observe.Kind { return observe.KindWrite }
+func (writer) is() traits { return traits{kind: observe.KindWrite, tryFirst: true} }
 
 // queue enters a writer that was refused before it queued ahead of the
 // local readers queued after the last writer: its intent keeps them out

@@ -18,7 +18,7 @@ import (
 // release), raising it admits more at once. n must be at least 1. A call
 // whose ctx carries this Client's permit of a semaphore of one fails with
 // ErrHeldByCaller: it could only wait for itself. One key per call.
-func Permits(n int) LockOption { return kindOption(observe.KindSemaphore, n) }
+func Permits(n int) LockOption { return kindOption(semaphore{permits: n}) }
 
 // PermitKey returns the key of permit i of the semaphore key (see
 // Permits): "{key}:permit:i", in the key's hash slot on a cluster.
@@ -31,7 +31,17 @@ type semaphore struct {
 	permits int
 }
 
-func (semaphore) kind() observe.Kind { return observe.KindSemaphore }
+func (semaphore) is() traits {
+	return traits{kind: observe.KindSemaphore, tryFirst: true, runs: true, shared: true}
+}
+
+// check refuses a semaphore of no permit.
+func (s semaphore) check(*Client, *request) error {
+	if s.permits < 1 {
+		return invalid("permits %d must be at least 1", s.permits)
+	}
+	return nil
+}
 
 // enter takes another permit beside the one the caller holds, unless
 // there is no other.
@@ -60,8 +70,6 @@ func (s semaphore) attempt(ctx context.Context, c *Client, r *request, n int) (r
 // waitKey is the channel every permit's release is announced on: no
 // lock uses it.
 func (semaphore) waitKey(key string) string { return "{" + key + "}:permits" }
-
-func (semaphore) shared() bool { return true }
 
 func (s semaphore) release(l *Lock, announce bool) *node.Cmd {
 	if !announce {

@@ -21,12 +21,12 @@ func WithLock(ctx context.Context, l *Lock) context.Context {
 
 // lockType is what one lock type adds to the core; one file per type
 // (kind_*.go, and fencing.go for a plain lock with fencing tokens). A
-// call's type is chosen once, when its options are read (pickType), and
-// the core asks it, never which type it is. Types embed plain and
-// override what differs.
+// call's type comes with its option (kindOption) and is checked once,
+// when the options are read (pickType); the core asks it, never which
+// type it is. Types embed plain and override what differs.
 type lockType interface {
-	// kind names the type (Lock.Kind, observe.Event.Kind, logs).
-	kind() observe.Kind
+	// is says what the type is, as data.
+	is() traits
 	// check refuses a call the type cannot serve, before any traffic,
 	// and may bound the call's options (a fair waiter's backoff).
 	check(c *Client, r *request) error
@@ -50,20 +50,9 @@ type lockType interface {
 	// the Turn it waits on and what to call when it leaves (with the Lock
 	// it got, or nil), after the Turn.
 	queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error)
-	// tryFirst reports whether a call with no local waiter ahead makes
-	// one attempt before it queues.
-	tryFirst() bool
 	// waitKey is the local queue and release channel of the lock asked
 	// for key.
 	waitKey(key string) string
-	// runs reports a type whose holds pass between this Client's waiters
-	// in runs (WithLocalHandoff), and whose waiters give way to other
-	// processes' (rivals).
-	runs() bool
-	// shared reports a type that others may hold beside a holder: a
-	// waiter that got in lets the next local waiter try at once, or, for
-	// waiters queued as shared (reader.queue), all those at the front.
-	shared() bool
 	// release deletes l's hold on a node, announcing it or not.
 	release(l *Lock, announce bool) *node.Cmd
 	// leftover undoes, on a node that refused l's attempt, what the
@@ -72,16 +61,36 @@ type lockType interface {
 	leftover(l *Lock) *node.Cmd
 }
 
-// kindChoice is what a call's type options said (callOptions); pickType
-// turns it into the call's lockType.
-type kindChoice struct {
-	k       observe.Kind // "" for plain
-	permits int          // observe.KindSemaphore
-	n       int          // how many type options the call gave (one at most)
+// traits is what a lock type is, as data: the core reads it instead of
+// asking which type a lock is.
+type traits struct {
+	kind observe.Kind // names the type (Lock.Kind, observe.Event.Kind, logs)
+	// tryFirst: a call with no local waiter ahead makes one attempt before
+	// it queues.
+	tryFirst bool
+	// runs: holds pass between this Client's waiters in runs
+	// (WithLocalHandoff), and waiters give way to other processes' (rivals).
+	runs bool
+	// shared: others may hold beside a holder: a waiter that got in lets
+	// the next local waiter try at once, or, for waiters queued as shared
+	// (reader.queue), all those at the front.
+	shared bool
+	// foreign: the key may be held by an owner value this library did not
+	// write, whose release is not announced: a waiter polls it (foreign.go).
+	foreign bool
 }
 
-func kindOption(k observe.Kind, permits int) LockOption {
-	return callOption(func(o *callOptions) { o.kind = kindChoice{k: k, permits: permits, n: o.kind.n + 1} })
+// kindChoice is what a call's type options said (callOptions); pickType
+// checks it against the call.
+type kindChoice struct {
+	typ lockType // nil for plain
+	n   int      // how many type options the call gave (one at most)
+}
+
+// kindOption is the option of lock type t: the type comes with it, so
+// that nothing else names the types.
+func kindOption(t lockType) LockOption {
+	return callOption(func(o *callOptions) { o.kind = kindChoice{typ: t, n: o.kind.n + 1} })
 }
 
 // pickType chooses the type of a call on keys with options o, whose
@@ -93,30 +102,17 @@ func pickType(o *callOptions, keys []string, clientFencing bool) (lockType, erro
 	switch {
 	case k.n > 1:
 		return nil, invalid("one lock type per call (%d given)", k.n)
-	case k.k == "" && o.fencing:
+	case k.typ == nil && o.fencing:
 		return fenced{}, nil
-	case k.k == "":
+	case k.typ == nil:
 		return plain{}, nil
 	case len(keys) != 1:
-		return nil, invalid("a %s lock takes one key (%d given)", k.k, len(keys))
+		return nil, invalid("a %s lock takes one key (%d given)", k.typ.is().kind, len(keys))
 	case o.fencing && !clientFencing:
-		return nil, invalid("fencing tokens are for plain locks, not %s locks", k.k)
+		return nil, invalid("fencing tokens are for plain locks, not %s locks", k.typ.is().kind)
 	}
 	o.fencing = false
-	switch k.k {
-	case observe.KindReentrant:
-		return reentrant{}, nil
-	case observe.KindRead:
-		return reader{}, nil
-	case observe.KindWrite:
-		return writer{}, nil
-	case observe.KindSemaphore:
-		if k.permits < 1 {
-			return nil, invalid("permits %d must be at least 1", k.permits)
-		}
-		return semaphore{permits: k.permits}, nil
-	}
-	return fair{}, nil
+	return k.typ, nil
 }
 
 // enterParent decides a call r whose ctx carries parent, a Lock of this
@@ -139,7 +135,7 @@ func (r *request) queue() string { return r.typ.waitKey(r.keys[0]) }
 // heldByCaller is the error of a call that could only wait for parent,
 // which its own ctx carries.
 func heldByCaller(r *request, parent *Lock) error {
-	return fmt.Errorf("%w: %s lock of %s asked while holding its %s lock", ErrHeldByCaller, r.typ.kind(), shortKey(r.keys[0]), parent.Kind())
+	return fmt.Errorf("%w: %s lock of %s asked while holding its %s lock", ErrHeldByCaller, r.typ.is().kind, shortKey(r.keys[0]), parent.Kind())
 }
 
 // Kind returns the lock's type: observe.KindPlain unless the call asked for
@@ -148,7 +144,7 @@ func (l *Lock) Kind() observe.Kind {
 	if l == nil {
 		return ""
 	}
-	return l.typ.kind()
+	return l.typ.is().kind
 }
 
 // waitKey is the key of the local queue the Lock is handed on in and of its

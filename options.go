@@ -372,7 +372,7 @@ func (o *options) validate(n int) error {
 		return err
 	}
 	if o.kind.n > 0 {
-		return invalid("a lock type (%s) is an option of a call, not of the Client", o.kind.k)
+		return invalid("a lock type (%s) is an option of a call, not of the Client", o.kind.typ.is().kind)
 	}
 	switch {
 	case o.nodeTimeout < 0:

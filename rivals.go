@@ -46,7 +46,7 @@ func rivalWait(losses int) int { return 2 * max(0, 3-losses) }
 // next attempt: only types passed in runs give way (the others have no
 // runs to share out).
 func (c *Client) raceDelay(key string, t lockType) time.Duration {
-	if !t.runs() {
+	if !t.is().runs {
 		return 0
 	}
 	now := c.o.clock.Now()
@@ -102,7 +102,7 @@ func (c *Client) yieldForeign(key string) {
 // backoff timer that finds the key held lost no race, and a head that
 // polls more often must not get ahead).
 func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.Vote) {
-	if !t.runs() {
+	if !t.is().runs {
 		return
 	}
 	var unit time.Duration
