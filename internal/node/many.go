@@ -13,10 +13,9 @@ import (
 
 var (
 	//go:embed extend_many.lua
-	extendManyBody   string
-	extendManySrc    = typedLib + extendManyBody
-	extendManyScript = redis.NewScript(extendManySrc)
-	extendManyG      = guardScript(extendManySrc)
+	extendManyBody  string
+	extendManySrc   = typedLib + extendManyBody
+	extendManyGrant = grantOf(extendManySrc)
 )
 
 // ManyPerScript is how many locks one ExtendMany script call covers; a
@@ -75,9 +74,9 @@ type chunk struct {
 
 func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
 	want, _ := n.bound()
-	sha, src := extendManyScript.Hash(), extendManySrc
+	sha, src := extendManyGrant.script.Hash(), extendManySrc
 	if want != "" {
-		sha, src = extendManyG.script.Hash(), extendManyG.src
+		sha, src = extendManyGrant.guarded.script.Hash(), extendManyGrant.guarded.src
 	}
 	chunks := n.chunks(ctx, rs, want, sha)
 	first, derr := n.pipeline(ctx, chunks)

@@ -55,24 +55,19 @@ var (
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
 // node answers NOSCRIPT, after a restart or SCRIPT FLUSH).
 var (
-	lockScript    = redis.NewScript(lockSrc)
-	extendScript  = redis.NewScript(extendSrc)
 	releaseScript = redis.NewScript(releaseSrc)
-	reentrantScr  = redis.NewScript(reentrantSrc)
-	rwScript      = redis.NewScript(rwSrc)
 	rwClearScript = redis.NewScript(rwClearSrc)
-	fencedScript  = redis.NewScript(lockFencedSrc)
 	raiseScript   = redis.NewScript(fenceRaiseSrc)
 )
 
-// The guarded forms of the scripts that may grant or lengthen a lock (see
-// guard.go).
+// The scripts that may grant or lengthen a lock, each with its guarded
+// form (grant.go).
 var (
-	lockGuarded      = guardScript(lockSrc)
-	extendGuarded    = guardScript(extendSrc)
-	reentrantGuarded = guardScript(reentrantSrc)
-	rwGuarded        = guardScript(rwSrc)
-	fencedGuarded    = guardScript(lockFencedSrc)
+	lockGrant      = grantOf(lockSrc)
+	extendGrant    = grantOf(extendSrc)
+	reentrantGrant = grantOf(reentrantSrc)
+	rwGrant        = grantOf(rwSrc)
+	fencedGrant    = grantOf(lockFencedSrc)
 )
 
 // Node is one Redis master. It is safe for concurrent use.
@@ -155,14 +150,7 @@ func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...i
 // Lock sets keys to value with ttl if each is free or already holds value
 // (then only its TTL is reset), all or nothing.
 func Lock(keys []string, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded, ttl)
-}
-
-// guarded gives c, which may grant ttl, the guarded form g, sent while the
-// node is bound.
-func guarded(c *Cmd, g *guardedScript, ttl time.Duration) *Cmd {
-	c.g, c.ttl = g, ttl
-	return c
+	return lockGrant.cmd(keys, 1, ttl, value, ttl.Milliseconds())
 }
 
 // LockNew is Lock for an owner value that no node can hold yet (redlock
@@ -173,7 +161,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 	if len(keys) != 1 {
 		return Lock(keys, value, ttl)
 	}
-	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, want: 1, grants: true, g: lockGuarded, ttl: ttl}
+	return &Cmd{args: []interface{}{"set", keys[0], value, "px", ttl.Milliseconds(), "nx"}, want: 1, grants: true, g: lockGrant.guarded, ttl: ttl}
 }
 
 // LockFenced is Lock that also raises this node's fence registers of keys
@@ -183,9 +171,9 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 // DoValue). Each register's TTL becomes keep unless it already has more
 // left: a register's TTL is never shortened.
 func LockFenced(keys, fences []string, value string, ttl, keep time.Duration) *Cmd {
-	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds(), keep.Milliseconds())
+	c := fencedGrant.cmd(append(keys[:len(keys):len(keys)], fences...), 1, ttl, value, ttl.Milliseconds(), keep.Milliseconds())
 	c.valued = true
-	return guarded(c, fencedGuarded, ttl)
+	return c
 }
 
 // RaiseFence raises the fence registers of keys (fences[i] is the register
@@ -200,7 +188,7 @@ func RaiseFence(keys, fences []string, value string, token int64, keep time.Dura
 // Extend resets the TTL of keys to ttl if they all still hold value. It
 // never creates a key.
 func Extend(keys []string, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded, ttl)
+	return extendGrant.cmd(keys, 1, ttl, value, ttl.Milliseconds())
 }
 
 // Release deletes the keys that still hold value; it says yes if all of
@@ -231,7 +219,7 @@ func ReleaseAnnouncing(key, value, as string) *Cmd {
 // of the hold named hold, which must still have a live entry there. A key
 // of another type gets an error reply starting with REDLOCKTYPE.
 func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
-	return guarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded, ttl)
+	return reentrantGrant.cmd([]string{key}, 1, ttl, value, ttl.Milliseconds(), hold)
 }
 
 // ReadLock acquires a reader's share of a read-write lock (rw_lock.lua) on
@@ -239,14 +227,14 @@ func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
 // writer's intent is live. A key of another type gets an error reply
 // starting with REDLOCKTYPE.
 func ReadLock(key, value string, ttl time.Duration) *Cmd {
-	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded, ttl)
+	return rwGrant.cmd([]string{key}, 1, ttl, value, ttl.Milliseconds(), "read")
 }
 
 // WriteLock acquires the writer's hold of a read-write lock (rw_lock.lua)
 // on key for value with ttl: granted where nobody holds it. Refused, it
 // keeps new readers out for intent (renewed by each refused attempt).
 func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
-	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded, ttl)
+	return rwGrant.cmd([]string{key}, 1, ttl, value, ttl.Milliseconds(), "write", intent.Milliseconds())
 }
 
 // ClearIntent clears, on a node that refused the writer's attempt value,

@@ -79,7 +79,7 @@ func (a *answering) serve(c net.Conn) {
 			<-a.gate
 		}
 		reply := answer(name, key)
-		if reply == ":1\r\n" && name == "evalsha" && args[1] == extendManyScript.Hash() {
+		if reply == ":1\r\n" && name == "evalsha" && args[1] == extendManyGrant.script.Hash() {
 			reply = manyYes(args[2]) // ExtendMany: a yes per lock (single-key locks)
 		}
 		a.mu.Lock()
