@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/redlock-go/redlock/internal/handoff"
@@ -20,12 +19,8 @@ type request struct {
 	watchdog bool
 	retry    bool
 	begin    time.Time
-	down     time.Time      // since when every attempt failed for want of answering nodes; zero: not so
-	warned   time.Time      // when that was last logged (warnDown)
 	hold     string         // a reentrant entry: the hold it enters (kind_reentrant.go)
 	waiter   node.Waiter    // a queued fair waiter (kind_fair.go)
-	held     holding        // the waited-for key as last read (foreignWait)
-	tried    bool           // made an attempt before it queued (queued)
 	decided  quorum.Outcome // the last round not cut short by ctx (failed)
 }
 
@@ -97,12 +92,8 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r, r.queue())
 	}
-	var w *handoff.Watch // from the first lost attempt on
-	defer func() {
-		if w != nil {
-			w.Leave()
-		}
-	}()
+	w := c.newWait(r, "")
+	defer w.unwatch()
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
 		switch {
@@ -113,44 +104,26 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 		case !r.retry || n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(*r, n, res)
 		}
-		c.warnDown(ctx, r, n, res)
-		if w == nil && c.hub != nil {
-			w = c.hub.Watch(r.keys)
-		}
-		if res.cause = c.awaitRelease(ctx, w, c.backoff(&r.o, n)); res.cause != nil {
+		w.warnDown(ctx, n, res)
+		if res.cause = w.awaitRelease(ctx, n); res.cause != nil {
 			return c.failed(*r, n, res)
 		}
 	}
 }
 
-// awaitRelease waits before the next attempt of a call that waits for
-// several keys (or without a Hub): for d, or until the nodes announce the
-// release of one of its keys (w, if not nil), so that it tries as the
-// key is freed rather than at a poll that seldom falls between two holds.
-// Its error is ctx's, or ErrClosed once Close has begun.
-func (c *Client) awaitRelease(ctx context.Context, w *handoff.Watch, d time.Duration) error {
-	if w == nil {
-		return c.sleep(ctx, d)
-	}
-	_, err := w.Wait(ctx, d)
-	if errors.Is(err, handoff.ErrClosed) || err == nil && c.closed.Load() {
-		return ErrClosed
-	}
-	return err
-}
-
 // queued is Lock of one key: the caller waits in the key's local queue
 // (package handoff), so that only the head of this Client's waiters
 // contends on the nodes; between its attempts the head waits for a release
-// notification or its backoff, whichever comes first, and a lock released
-// by another waiter of this Client may be handed to it directly.
+// notification or its backoff, whichever comes first (see wait), and a
+// lock released by another waiter of this Client may be handed to it
+// directly.
 //
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
 func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outcome) {
+	w := c.newWait(r, queue)
 	var res result
-	var d time.Duration
-	n, idle := 0, 0 // attempts; failed ones in a row (the backoff grows with them)
+	n := 0 // attempts
 	if r.typ.is().tryFirst && !c.hub.Queued(queue) {
 		n = 1
 		var err error
@@ -163,19 +136,16 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		case n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(*r, n, res)
 		}
-		idle, d = 1, c.backoff(&r.o, 1)
-		r.tried = true
+		w.triedFirst()
 	}
-	t, leave, err := r.typ.queue(ctx, c, r)
-	if err != nil {
+	if err := w.enter(ctx); err != nil {
 		return outcome{op: opAcquire, keys: r.keys, begin: r.begin, attempts: 1, err: err}
 	}
-	defer func() { leave(ev.lock) }() // after Leave
-	defer t.Leave()
+	defer func() { w.exit(ev.lock) }()
 	for {
-		woken, v, err := c.awaitTurn(ctx, t, d, queue, r.typ)
+		v, err := w.turn(ctx)
 		if v != nil {
-			t.LeaveHolding()
+			w.t.LeaveHolding()
 			return c.taken(*r, n, v.(*Lock))
 		}
 		if err != nil {
@@ -189,41 +159,15 @@ func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outco
 		if res, err = c.attemptN(ctx, r, n); err != nil {
 			return outcome{op: opAcquire, keys: r.keys, begin: r.begin, err: err}
 		}
-		c.raced(queue, r.typ, res.lock != nil, woken, res.out.Votes)
-		if res.lock != nil {
-			if r.typ.is().shared {
-				t.LeaveShared() // local waiters may get in beside it: they try now
-			} else {
-				t.LeaveHolding()
-			}
+		w.attempted(res)
+		switch {
+		case res.lock != nil:
 			return res.ev
-		}
-		if n == r.o.maxAttempts || res.cause != nil {
+		case n == r.o.maxAttempts || res.cause != nil:
 			return c.failed(*r, n, res)
 		}
-		c.warnDown(ctx, r, n, res)
-		idle++ // also after a lost race: the winner's release will be announced, polls are the fallback
-		d = c.backoff(&r.o, idle)
-		if r.typ.is().foreign {
-			d = c.foreignWait(ctx, r, r.keys[0], woken, d) // a foreign holder publishes no release
-		}
+		w.missed(ctx, n, res)
 	}
-}
-
-// awaitTurn waits for the head's next attempt on the nodes: for a wake-up
-// or d (Turn.Wait), then, giving way to other processes, raceDelay or
-// until the next wake-up (Turn.Pause). It
-// returns whether a wake-up ended the first wait, and the lock this
-// Client's holder passed on, if one was (it ends either wait).
-func (c *Client) awaitTurn(ctx context.Context, t *handoff.Turn, d time.Duration, key string, typ lockType) (woken bool, v any, err error) {
-	woken, err = t.Wait(ctx, d)
-	if v = t.Take(); v != nil || err != nil {
-		return woken, v, err
-	}
-	if y := c.raceDelay(key, typ); y > 0 {
-		err = t.Pause(ctx, y)
-	}
-	return woken, t.Take(), err
 }
 
 // attemptN makes attempt n of r: the Lock if it won (with its event),
@@ -351,51 +295,4 @@ func (c *Client) failed(r request, n int, res result) outcome {
 		}
 	}
 	return outcome{op: opAcquire, keys: r.keys, owner: res.owner, begin: r.begin, attempts: n, round: res.out, err: qe}
-}
-
-// downAfter is how long a Lock call waits on nodes that do not answer
-// before it says so (warnDown); downEvery, how often it says so again.
-const (
-	downAfter = time.Second
-	downEvery = 30 * time.Second
-)
-
-// warnDown logs, at Warn, a waiting call whose attempts have failed for
-// downAfter because too few nodes could vote (unreachable, timed out,
-// quarantined or otherwise not counted: not a key held by someone else),
-// with how many of each and each node's clause; again every downEvery
-// while it lasts. It goes to the Client's logger, or to slog.Default
-// without one: a Lock on dead nodes must not wait in silence.
-func (c *Client) warnDown(ctx context.Context, r *request, n int, res result) {
-	voters := 0
-	for i, v := range res.out.Votes {
-		switch {
-		case v.Err == nil && !v.Discounted:
-			voters++ // a yes or a no that counts: the node is up
-		case errors.Is(v.Err, ErrPending) && c.discount(i) == nil:
-			voters++ // not waited for, and nothing known against it
-		}
-	}
-	now := c.o.clock.Now()
-	if voters >= c.need || len(res.out.Votes) == 0 {
-		r.down = time.Time{}
-		return
-	}
-	if r.down.IsZero() {
-		r.down = now
-	}
-	if now.Sub(r.down) < downAfter || !r.warned.IsZero() && now.Sub(r.warned) < downEvery {
-		return
-	}
-	r.warned = now
-	lg := c.o.logger
-	if lg == nil {
-		lg = slog.Default()
-	}
-	qe := c.failed(*r, n, res).err.(*QuorumError)
-	t := tallyNodes(qe.Nodes)
-	lg.LogAttrs(ctx, slog.LevelWarn, "redlock: still waiting: too few nodes can vote", slog.Any("keys", r.keys),
-		slog.String("client", c.id), slog.Int("voters", voters), slog.Int("need", c.need),
-		slog.Int("unreachable", t.unreachable), slog.Int("timed_out", t.slow), slog.Int("not_counted", t.notCounted+t.discounted),
-		slog.Int("failed", t.failed), slog.Duration("for", now.Sub(r.down)), slog.Int("attempts", n), slog.String("error", qe.Error()))
 }

@@ -18,7 +18,7 @@ import (
 // rolling migration) are foreign: their holders publish nothing when they
 // release, and their TTLs are in no register. A Client finds them by
 // reading a refused key (node.Holder): a waiter then polls instead of
-// waiting out its backoff (foreignWait), and the restart quarantine keeps
+// waiting out its backoff (pollForeign), and the restart quarantine keeps
 // restarted nodes out for the whole setting (quarantine.floorNow).
 const (
 	// foreignPoll bounds a waiter's wait between attempts while the key is
@@ -244,40 +244,50 @@ func (c *Client) sample(key string) {
 	}()
 }
 
-// foreignWait returns the wait before a waiter's next attempt on key, d
-// by its backoff, after a refused attempt (woken: the wait before it
-// ended by a release notification). While the key is held by a foreign
-// value, whose release publishes nothing, the wait is at most a jittered
-// foreignPoll, or the time until enough of its holds expire, if shorter.
-// The key is read only when d is longer than foreignPoll and the last
-// read is older than foreignRecheck or found no holder of this library's:
-// in a deployment of this library alone, a waiter reads at most once per
-// foreignRecheck, however often the holder changes.
-func (c *Client) foreignWait(ctx context.Context, r *request, key string, woken bool, d time.Duration) time.Duration {
-	if woken && !r.held.own {
-		r.held = holding{} // a holder of ours released: the key may be anyone's now
+// pollForeign is the pacer of a waiter whose key a foreign value may
+// hold: its release publishes nothing, so the waiter polls it.
+type pollForeign struct {
+	held holding // the waited-for key as last read
+}
+
+func (*pollForeign) pause(*wait) time.Duration { return 0 }
+
+func (*pollForeign) attempted(*wait, result) {}
+
+// next returns the wait before the waiter's next attempt, d by its
+// backoff, after a refused attempt. While the key is held by a foreign
+// value the wait is at most a jittered foreignPoll, or the time until
+// enough of its holds expire, if shorter. The key is read only when d is
+// longer than foreignPoll and the last read is older than foreignRecheck
+// or found no holder of this library's: in a deployment of this library
+// alone, a waiter reads at most once per foreignRecheck, however often
+// the holder changes.
+func (p *pollForeign) next(ctx context.Context, w *wait, d time.Duration) time.Duration {
+	c := w.c
+	if w.woken && !p.held.own {
+		p.held = holding{} // a holder of ours released: the key may be anyone's now
 	}
 	if d <= foreignPoll {
 		return d // no longer than a poll: nothing to gain
 	}
 	now := c.o.clock.Now()
-	if r.held.at.IsZero() || now.Sub(r.held.at) >= foreignRecheck || !r.held.foreign && !r.held.own {
-		r.held = c.holders(ctx, key)
+	if p.held.at.IsZero() || now.Sub(p.held.at) >= foreignRecheck || !p.held.foreign && !p.held.own {
+		p.held = c.holders(ctx, w.r.keys[0]) // the key on the nodes
 	}
-	if !r.held.foreign {
-		if !r.held.own && r.held.free >= c.need {
+	if !p.held.foreign {
+		if !p.held.own && p.held.free >= c.need {
 			return min(d, jitter(foreignPoll)) // freed since the attempt, by someone we did not hear
 		}
 		return d
 	}
-	w := min(d, jitter(foreignPoll))
-	if r.held.left > 0 {
+	poll := min(d, jitter(foreignPoll))
+	if p.held.left > 0 {
 		// Once past, the estimate is wrong (extended, another holder): poll.
-		if until := r.held.left - now.Sub(r.held.at); until > 0 && until < w {
-			w = until + time.Millisecond
+		if until := p.held.left - now.Sub(p.held.at); until > 0 && until < poll {
+			poll = until + time.Millisecond
 		}
 	}
-	return w
+	return poll
 }
 
 // jitter returns a duration in [d/2, d].

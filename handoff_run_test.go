@@ -78,11 +78,11 @@ func TestRunAgeSpansPasses(t *testing.T) {
 // then ends after WithLocalHandoffRun; a win starts over.
 func TestRunEndsAfterLostRace(t *testing.T) {
 	c, fake := runClient(t)
-	c.raced("k", plain{}, false, false, nil) // on the timer: maybe our own hold
+	c.raced("k", false, false, nil) // on the timer: maybe our own hold
 	if c.rivalSeen("k") {
 		t.Fatal("a lost attempt on the backoff timer counts as a rival")
 	}
-	c.raced("k", plain{}, false, true, nil)
+	c.raced("k", false, true, nil)
 	if !c.rivalSeen("k") {
 		t.Fatal("a lost race after a notification does not count")
 	}
@@ -95,7 +95,7 @@ func TestRunEndsAfterLostRace(t *testing.T) {
 	if !c.runOver(l) {
 		t.Fatal("run goes on past WithLocalHandoffRun with a rival seen")
 	}
-	c.raced("k", plain{}, true, true, []quorum.Vote{{OK: true}, {OK: true}})
+	c.raced("k", true, true, []quorum.Vote{{OK: true}, {OK: true}})
 	if c.rivalSeen("k") {
 		t.Fatal("a win does not start over")
 	}

@@ -50,8 +50,8 @@ func (fair) command(c *Client, r *request, _ []string, owner string) (cmd, again
 	return cmd, cmd
 }
 
-func (fair) queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
-	return c.fairEnter(ctx, r, r.queue())
+func (fair) queue(ctx context.Context, w *wait) (*handoff.Turn, func(*Lock), error) {
+	return w.c.fairEnter(ctx, w.r, w.key)
 }
 
 func fairKeys(key string) node.FairKeys {

@@ -42,9 +42,9 @@ func (plain) won(_ context.Context, _ *Client, _ *request, _ []string, _ string,
 
 func (plain) refused(quorum.Outcome) error { return nil }
 
-func (plain) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
-	q := r.queue()
-	return c.hub.EnterWant(q, *r), func(*Lock) { c.leftRace(q) }, nil
+func (plain) queue(_ context.Context, w *wait) (*handoff.Turn, func(*Lock), error) {
+	c, q := w.c, w.key
+	return c.hub.EnterWant(q, *w.r), func(*Lock) { c.leftRace(q) }, nil
 }
 
 func (plain) waitKey(key string) string { return key }

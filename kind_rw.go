@@ -54,9 +54,9 @@ func (reader) command(_ *Client, r *request, keys []string, owner string) (cmd, 
 // queue enters the reader as a shared waiter: once a reader of this Client
 // gets in, the readers queued behind it try together, up to the first
 // writer, which keeps its place.
-func (reader) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
-	q := r.queue()
-	return c.hub.EnterShared(q, *r), func(*Lock) { c.leftRace(q) }, nil
+func (reader) queue(_ context.Context, w *wait) (*handoff.Turn, func(*Lock), error) {
+	c, q := w.c, w.key
+	return c.hub.EnterShared(q, *w.r), func(*Lock) { c.leftRace(q) }, nil
 }
 
 // writer is a read-write lock's writer (rw_lock.lua): refused, it sets
@@ -69,12 +69,12 @@ func (writer) is() traits { return traits{kind: observe.KindWrite, tryFirst: tru
 // local readers queued after the last writer: its intent keeps them out
 // on the nodes until it got in, so they could only wait for it, and it
 // behind them.
-func (writer) queue(_ context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error) {
-	q := r.queue()
-	if r.tried {
-		return c.hub.EnterAhead(q, *r), func(*Lock) { c.leftRace(q) }, nil
+func (writer) queue(_ context.Context, w *wait) (*handoff.Turn, func(*Lock), error) {
+	c, q := w.c, w.key
+	if w.tried {
+		return c.hub.EnterAhead(q, *w.r), func(*Lock) { c.leftRace(q) }, nil
 	}
-	return c.hub.EnterWant(q, *r), func(*Lock) { c.leftRace(q) }, nil
+	return c.hub.EnterWant(q, *w.r), func(*Lock) { c.leftRace(q) }, nil
 }
 
 func (writer) command(_ *Client, r *request, keys []string, owner string) (cmd, again *node.Cmd) {

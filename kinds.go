@@ -49,7 +49,7 @@ type lockType interface {
 	// queue puts a waiting call in this Client's local queue of its lock:
 	// the Turn it waits on and what to call when it leaves (with the Lock
 	// it got, or nil), after the Turn.
-	queue(ctx context.Context, c *Client, r *request) (*handoff.Turn, func(*Lock), error)
+	queue(ctx context.Context, w *wait) (*handoff.Turn, func(*Lock), error)
 	// waitKey is the local queue and release channel of the lock asked
 	// for key.
 	waitKey(key string) string

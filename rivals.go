@@ -42,13 +42,22 @@ type rival struct {
 // rivalWait is how many units a head that lost this many races waits.
 func rivalWait(losses int) int { return 2 * max(0, 3-losses) }
 
+// giveWay is the pacer of a waiter of a type passed in runs: its head
+// gives way to other processes' heads (the other types have no runs to
+// share out).
+type giveWay struct{}
+
+func (giveWay) pause(w *wait) time.Duration { return w.c.raceDelay(w.key) }
+
+func (giveWay) attempted(w *wait, res result) {
+	w.c.raced(w.key, res.lock != nil, w.woken, res.out.Votes)
+}
+
+func (giveWay) next(_ context.Context, _ *wait, d time.Duration) time.Duration { return d }
+
 // raceDelay returns how long this Client's head of key waits before its
-// next attempt: only types passed in runs give way (the others have no
-// runs to share out).
-func (c *Client) raceDelay(key string, t lockType) time.Duration {
-	if !t.is().runs {
-		return 0
-	}
+// next attempt.
+func (c *Client) raceDelay(key string) time.Duration {
 	now := c.o.clock.Now()
 	rs := &c.rivals
 	rs.mu.Lock()
@@ -96,15 +105,12 @@ func (c *Client) yieldForeign(key string) {
 	}
 }
 
-// raced records the outcome of an attempt by this Client's head of key
-// (of type t): won on the nodes or lost, and the round's votes; woken: the
+// raced records the outcome of an attempt by this Client's head of key:
+// won on the nodes or lost, and the round's votes; woken: the
 // attempt followed a release notification (a race; an attempt on the
 // backoff timer that finds the key held lost no race, and a head that
 // polls more often must not get ahead).
-func (c *Client) raced(key string, t lockType, won, woken bool, votes []quorum.Vote) {
-	if !t.is().runs {
-		return
-	}
+func (c *Client) raced(key string, won, woken bool, votes []quorum.Vote) {
 	var unit time.Duration
 	now := c.o.clock.Now()
 	if won {

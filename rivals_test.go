@@ -18,13 +18,13 @@ func TestPollDoesNotGiveWay(t *testing.T) {
 	}
 	defer c.Close()
 	yes := quorum.Vote{OK: true, Latency: time.Millisecond}
-	c.raced("k", plain{}, true, true, []quorum.Vote{yes, yes, yes}) // a won round sets the unit
-	c.raced("k", plain{}, false, false, nil)
-	if y := c.raceDelay("k", plain{}); y != 0 {
+	c.raced("k", true, true, []quorum.Vote{yes, yes, yes}) // a won round sets the unit
+	c.raced("k", false, false, nil)
+	if y := c.raceDelay("k"); y != 0 {
 		t.Fatalf("after a lost poll: gives way %v, want 0", y)
 	}
-	c.raced("k", plain{}, false, true, nil)
-	if y := c.raceDelay("k", plain{}); y != time.Duration(rivalWait(1))*time.Millisecond {
+	c.raced("k", false, true, nil)
+	if y := c.raceDelay("k"); y != time.Duration(rivalWait(1))*time.Millisecond {
 		t.Fatalf("after a lost race: gives way %v, want %d round trips of 1ms", y, rivalWait(1))
 	}
 }
@@ -54,30 +54,30 @@ func TestForeignKeyTakesTurns(t *testing.T) {
 	votes := []quorum.Vote{yes, yes, yes}
 	for i := range foreignIdle {
 		c.yieldForeign("k")
-		if y := c.raceDelay("k", plain{}); y < foreignYield/2 || y > foreignYield {
+		if y := c.raceDelay("k"); y < foreignYield/2 || y > foreignYield {
 			t.Fatalf("wait %d after a run: %v, want within [%v, %v]", i, y, foreignYield/2, foreignYield)
 		}
-		c.raced("k", plain{}, true, false, votes) // the head took it back: no one came
+		c.raced("k", true, false, votes) // the head took it back: no one came
 		if d := c.runOwed("k"); d != 0 {
 			t.Fatalf("after a wait no one used: the next run may last %v, want no more than usual", d)
 		}
 	}
 	c.yieldForeign("k")
-	if y := c.raceDelay("k", plain{}); y != 0 {
+	if y := c.raceDelay("k"); y != 0 {
 		t.Fatalf("after %d unused waits: waits %v, want 0", foreignIdle, y)
 	}
-	c.raced("k", plain{}, false, false, nil) // someone holds it
+	c.raced("k", false, false, nil) // someone holds it
 	c.yieldForeign("k")
-	if y := c.raceDelay("k", plain{}); y == 0 {
+	if y := c.raceDelay("k"); y == 0 {
 		t.Fatal("after a refused attempt: no wait, want one")
 	}
 	fake.Advance(3 * time.Second) // the foreign side kept the key 3 s
-	c.raced("k", plain{}, true, false, votes)
+	c.raced("k", true, false, votes)
 	if d := c.runOwed("k"); d != foreignSlow {
 		t.Fatalf("after a 3 s foreign turn: the next run may last %v, want %v", d, foreignSlow)
 	}
 	c.yieldForeign("k")
-	if y := c.raceDelay("k", plain{}); y != 0 || c.runOwed("k") != 0 {
+	if y := c.raceDelay("k"); y != 0 || c.runOwed("k") != 0 {
 		t.Fatalf("the run after a long foreign turn: waits %v (want 0), owed %v (want 0)", y, c.runOwed("k"))
 	}
 }
