@@ -169,6 +169,7 @@ func TestLockPhaseTableWalk(t *testing.T) {
 	ttl := time.Second
 	walkExtensions(t, w, ttl)
 	walkReleases(t, w, ttl)
+	walkReleaseWaits(t, w, ttl)
 	walkLosses(t, w, ttl)
 	for _, r := range lockstate.Rows() {
 		if w.seen[lockstate.Row{From: r.From, On: r.On, To: r.To}] == 0 {
@@ -260,10 +261,13 @@ func walkReleases(t *testing.T, w *phaseWalk, ttl time.Duration) {
 		t.Fatalf("release of an unsure Lock: %+v (no hand-on)", r)
 	}
 	w.want(l, lockstate.Released, "Release of an unsure Lock")
+}
 
-	// Release waits for the extension in flight, whose verdict decides the
-	// hand-on; a second Release meanwhile is refused at once.
-	l = w.lock(ttl)
+// walkReleaseWaits takes the rows of a Release that waits for the
+// extension in flight, whose verdict decides the hand-on; a second
+// Release meanwhile is refused at once.
+func walkReleaseWaits(t *testing.T, w *phaseWalk, ttl time.Duration) {
+	l := w.lock(ttl)
 	w.renew(l)
 	ch := w.releaseWaiting(l, true)
 	if r := w.release(l, true); !r.again {
