@@ -26,10 +26,10 @@ const (
 	phases
 )
 
-var phaseNames = [...]string{"held", "held-unsure", "extending", "extending-unsure", "releasing",
-	"releasing-unsure", "released", "passed", "lost", "lost-released", "?"}
-
-func (p Phase) String() string { return phaseNames[min(p, phases)] }
+func (p Phase) String() string {
+	return [...]string{"held", "held-unsure", "extending", "extending-unsure", "releasing",
+		"releasing-unsure", "released", "passed", "lost", "lost-released", "?"}[min(p, phases)]
+}
 
 // Over reports whether p ends the Lock's life: nothing of it goes on.
 func (p Phase) Over() bool { return p >= Released && p < phases }
@@ -63,9 +63,9 @@ const (
 	events
 )
 
-var eventNames = [...]string{"extend", "confirm", "doubt", "skip", "release", "end", "lose", "pass", "?"}
-
-func (e Event) String() string { return eventNames[min(e, events)] }
+func (e Event) String() string {
+	return [...]string{"extend", "confirm", "doubt", "skip", "release", "end", "lose", "pass", "?"}[min(e, events)]
+}
 
 // Row is one transition: in phase From, event On leads to phase To.
 type Row struct {
