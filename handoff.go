@@ -109,11 +109,11 @@ func (c *Client) unheld(l *Lock) {
 // the TTL it asked for. Called by the Hub with its lock held.
 func (l *Lock) fits(v any) bool {
 	r, ok := v.(request)
-	if !ok || r.watchdog != l.watchdog || r.typ != l.typ {
+	if !ok || r.watchdog != (l.renewer != nil) || r.typ != l.typ {
 		return false // a fenced waiter needs a token of its own; a permit fits the same semaphore
 	}
 	left := l.Remaining()
-	if l.watchdog {
+	if l.renewer != nil {
 		return left > l.c.o.minValidity // renewals keep it from here
 	}
 	return left >= r.ttl/2 && left > l.c.o.minValidity

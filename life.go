@@ -113,6 +113,8 @@ func (l *Lock) endWith(cause error) {
 		}
 	}
 	l.expiry, l.retry = nil, nil
-	l.c.renewer.remove(l)
+	if l.renewer != nil {
+		l.renewer.remove(l)
+	}
 	l.wakeQueue()
 }

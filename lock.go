@@ -52,16 +52,18 @@ type Lock struct {
 	// ordr keeps the hold's extension calls in order per node (see ord);
 	// shared with successors. Made by the first extension: most locks are
 	// never extended, and a held one then costs two allocations less.
-	ordr     atomic.Pointer[order]
-	typ      lockType // the lock's type (kinds.go)
-	name     string   // the key the call asked for (a semaphore's name; else keys[0])
-	hold     string   // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
-	passes   int32    // times the hold was passed on inside this Client in a row (see handOn)
-	watchdog bool     // renewed in the background (see Watchdog)
+	ordr    atomic.Pointer[order]
+	typ     lockType // the lock's type (kinds.go)
+	name    string   // the key the call asked for (a semaphore's name; else keys[0])
+	hold    string   // the hold's name on the nodes: its first entry's owner value (reentrant entries share it)
+	passes  int32    // times the hold was passed on inside this Client in a row (see handOn)
+	renewAt int32    // the renewer's index of l (1 + position; 0: not renewed); guarded by renewer.mu
+	// renewer renews a watchdog Lock in the background (see Watchdog): the
+	// Client's; nil for a lock of fixed TTL.
+	renewer *renewer
 
 	mu       sync.Mutex
-	life     life  // phase and end (life.go)
-	renewAt  int32 // the renewer's index of l (1 + position; 0: not renewed); guarded by c.renewer.mu
+	life     life // phase and end (life.go)
 	ttl      time.Duration
 	deadline time.Time     // end of validity on the client's monotonic clock
 	votes    []heldVote    // of the acquisition or last extension; a copy (see setVotes)
@@ -111,7 +113,7 @@ func (l *Lock) queueLen() int {
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
-	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
+	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start,
 		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)),
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
@@ -119,6 +121,7 @@ func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outco
 	}
 	l.setVotes(out.Votes)
 	if r.watchdog {
+		l.renewer = &c.renewer
 		l.watch()
 	}
 	return l
@@ -129,7 +132,7 @@ func (l *Lock) watch() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.armExpiry()
-	l.c.renewer.add(l.c, l)
+	l.renewer.add(l.c, l)
 }
 
 // ord returns the hold's order, making it on first use. Every extension
@@ -358,7 +361,7 @@ func (l *Lock) lapsed() bool {
 
 // expired is the cause of a Lock whose deadline passed without a renewal.
 func (l *Lock) expired() error {
-	if mh := l.maxHold; l.watchdog && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
+	if mh := l.maxHold; l.renewer != nil && mh > 0 && l.c.o.clock.Now().Sub(l.acquired)+l.c.o.lease > mh {
 		return fmt.Errorf("%w: %s: the validity ran out at the max hold of %v: %w", ErrLockLost, quoteKeys(l.keys), mh, ErrMaxHold)
 	}
 	return fmt.Errorf("%w: %s: the validity ran out before a renewal succeeded", ErrLockLost, quoteKeys(l.keys))
@@ -555,7 +558,7 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	case l.maxHold > 0 && start.Add(ttl).After(l.acquired.Add(l.maxHold)):
 		err = fmt.Errorf("%w: %s %s by %v would pass the max hold of %v", ErrMaxHold, o, quoteKeys(l.keys), ttl, l.maxHold)
 		if o == opRenew {
-			c.renewer.remove(l)
+			l.renewer.remove(l)
 		}
 	}
 	if err == nil {
@@ -641,7 +644,7 @@ func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl tim
 		l.deadline, l.ttl = newDeadline, ttl
 		l.setVotes(out.Votes)
 		l.armExpiryIfSet()
-		if o == opExtend && l.watchdog {
+		if o == opExtend && l.renewer != nil {
 			l.renewBefore()
 		}
 		return []outcome{{op: o, keys: l.keys, owner: l.owner, lock: l, begin: begin, attempts: 1, round: out, left: l.remaining()}}, nil
@@ -673,7 +676,7 @@ func (l *Lock) onRetry() {
 	l.mu.Lock()
 	l.retry = nil // due again; see beginRenewal
 	l.mu.Unlock()
-	l.c.renewer.due(l)
+	l.renewer.due(l)
 }
 
 // retryIn is the wait before a failed renewal is tried again: a tenth of
@@ -731,7 +734,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 // must be held.
 func (l *Lock) successor() *Lock {
 	now := l.c.o.clock.Now()
-	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: now, watchdog: l.watchdog,
+	n := &Lock{c: l.c, keys: l.keys, owner: l.owner, won: l.won, acquired: now, renewer: l.renewer,
 		runBefore: l.runBefore + now.Sub(l.acquired), passes: l.passes + 1, ttl: l.ttl, deadline: l.deadline, typ: l.typ, name: l.name, hold: l.hold}
 	// Nil if l was never extended: no call of l is then in flight to keep
 	// in order (ord runs before an extension's round starts).
@@ -761,9 +764,9 @@ func (l *Lock) startPassed(maxHold time.Duration) time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.maxHold = maxHold
-	if l.watchdog {
+	if l.renewer != nil {
 		l.armExpiry()
-		l.c.renewer.add(l.c, l)
+		l.renewer.add(l.c, l)
 		l.renewBefore()
 	}
 	return l.remaining()
@@ -776,7 +779,7 @@ func (l *Lock) renewBefore() {
 	c := l.c
 	validity := c.o.lease - DriftBudget(c.o.lease, c.o.driftFactor)
 	next := l.deadline.Add(-(validity - c.o.renewEvery)).Sub(c.o.clock.Now())
-	if l.retry == nil && c.o.renewEvery-c.renewer.sinceTick(c) > next {
+	if l.retry == nil && c.o.renewEvery-l.renewer.sinceTick(c) > next {
 		l.retry = clock.AfterFunc(c.o.clock, max(next, 0), l.onRetry) // the next tick would come later
 	}
 }
