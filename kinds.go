@@ -69,14 +69,16 @@ type traits struct {
 	// it queues.
 	tryFirst bool
 	// runs: holds pass between this Client's waiters in runs
-	// (WithLocalHandoff), and waiters give way to other processes' (rivals).
+	// (WithLocalHandoff), and waiters give way to other processes' (the
+	// giveWay pacer, rivals.go).
 	runs bool
 	// shared: others may hold beside a holder: a waiter that got in lets
 	// the next local waiter try at once, or, for waiters queued as shared
 	// (reader.queue), all those at the front.
 	shared bool
 	// foreign: the key may be held by an owner value this library did not
-	// write, whose release is not announced: a waiter polls it (foreign.go).
+	// write, whose release is not announced: a waiter polls it (the
+	// pollForeign pacer, foreign.go).
 	foreign bool
 }
 
