@@ -92,7 +92,7 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 	if r.retry && len(r.keys) == 1 {
 		return c.queued(ctx, r, r.queue())
 	}
-	w := c.newWait(r, "")
+	w := newWait(c, r, "")
 	defer w.unwatch()
 	for n := 1; ; n++ {
 		res, err := c.attemptN(ctx, r, n)
@@ -121,7 +121,7 @@ func (c *Client) acquireEntered(ctx context.Context, r *request) outcome {
 // With no local waiter queued, it first makes one attempt without
 // queueing: an uncontended Lock costs one round and no subscription.
 func (c *Client) queued(ctx context.Context, r *request, queue string) (ev outcome) {
-	w := c.newWait(r, queue)
+	w := newWait(c, r, queue)
 	var res result
 	n := 0 // attempts
 	if r.typ.is().tryFirst && !c.hub.Queued(queue) {

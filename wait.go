@@ -55,7 +55,9 @@ func (t traits) pacers() []pacer {
 	return ps
 }
 
-func (c *Client) newWait(r *request, key string) *wait {
+// newWait is the wait of call r on c, in the local queue of key ("" for
+// several keys).
+func newWait(c *Client, r *request, key string) *wait {
 	return &wait{c: c, r: r, key: key, pacers: r.typ.is().pacers()}
 }
 
