@@ -116,5 +116,5 @@ func (l *Lock) endWith(cause error) {
 	if l.renewer != nil {
 		l.renewer.remove(l)
 	}
-	l.wakeQueue()
+	l.more.wake()
 }

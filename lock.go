@@ -104,12 +104,13 @@ func (l *Lock) moreLocked() *lockMore {
 	return l.more
 }
 
-// queueLen is the number of extensions queued. l.mu must be held.
-func (l *Lock) queueLen() int {
-	if l.more == nil {
+// queued is the number of extensions queued (m may be nil). l.mu must
+// be held.
+func (m *lockMore) queued() int {
+	if m == nil {
 		return 0
 	}
-	return len(l.more.queue)
+	return len(m.queue)
 }
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
@@ -413,17 +414,17 @@ type turn struct {
 	granted bool
 }
 
-// wakeQueue wakes every extension waiting for its turn, without granting
-// it: they find the Lock releasing or ended and send nothing. l.mu must
-// be held.
-func (l *Lock) wakeQueue() {
-	if l.more == nil {
+// wake wakes every extension waiting for its turn, without granting it:
+// they find the Lock releasing or ended and send nothing (m may be nil).
+// l.mu must be held.
+func (m *lockMore) wake() {
+	if m == nil {
 		return
 	}
-	for _, w := range l.more.queue {
+	for _, w := range m.queue {
 		close(w.woken)
 	}
-	l.more.queue = nil
+	m.queue = nil
 }
 
 // Extend resets the lock's TTL to ttl on every node that still holds it
@@ -512,7 +513,7 @@ func (l *Lock) beginExtend(ctx context.Context, begin time.Time, ttl time.Durati
 		case <-ctx.Done():
 		}
 		l.mu.Lock()
-		l.leaveQueue(w)
+		l.more.leave(w)
 		mine = w.granted
 	}
 	return l.startLocked(ctx, begin, l.c.o.clock.Now(), ttl, opExtend, mine)
@@ -581,13 +582,12 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 	return time.Time{}, evs, err
 }
 
-// leaveQueue takes w out of the queue if it is still there (ctx ended
-// its wait). l.mu must be held.
-func (l *Lock) leaveQueue(w *turn) {
-	if l.more == nil {
+// leave takes w out of the queue if it is still there (ctx ended its
+// wait; m may be nil). l.mu must be held.
+func (m *lockMore) leave(w *turn) {
+	if m == nil {
 		return
 	}
-	m := l.more
 	for i, q := range m.queue {
 		if q == w {
 			m.queue = append(m.queue[:i], m.queue[i+1:]...)
@@ -609,7 +609,7 @@ func (l *Lock) armExpiryIfSet() {
 // Release waiting for it goes on. l.mu must be held.
 func (l *Lock) passTurn(v lockstate.Event) {
 	l.to(v) // off the table, l is lost; Release goes on all the same
-	if l.life.phase.Idle() && l.queueLen() > 0 {
+	if l.life.phase.Idle() && l.more.queued() > 0 {
 		m := l.more
 		w := m.queue[0]
 		m.queue = m.queue[1:]
@@ -713,7 +713,7 @@ func (l *Lock) beginRelease(handOn bool) (left, ttl time.Duration, again bool, l
 	if from.Extending() {
 		idle := make(chan struct{})
 		l.idle = idle
-		l.wakeQueue()
+		l.more.wake()
 		l.mu.Unlock()
 		<-idle // the extension in flight settles, bounded by its node deadline
 		l.mu.Lock()

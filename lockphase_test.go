@@ -205,7 +205,7 @@ func walkExtensions(t *testing.T, w *phaseWalk, ttl time.Duration) {
 	}()
 	for { // the Extend queues behind the renewal
 		l.mu.Lock()
-		n := l.queueLen()
+		n := l.more.queued()
 		l.mu.Unlock()
 		if n == 1 {
 			break
