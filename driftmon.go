@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -12,32 +11,6 @@ import (
 	"github.com/redlock-go/redlock/internal/drift"
 	"github.com/redlock-go/redlock/observe"
 )
-
-// DriftError says which node's clock is out of bounds and by how much. It
-// matches ErrClockDrift. (The estimated error is the field Drift: a field
-// named Error would clash with the method.)
-type DriftError struct {
-	Addr string
-	// Drift is the estimated 1 - clientRate/nodeRate (0.2: the Client's
-	// clock runs 20% slow against the node's; 0 after a jump, until the
-	// rate is estimated again).
-	Drift float64
-	// Budget is the drift factor the Client was configured with.
-	Budget float64
-	// Jump is the size of the clock step the node made (positive:
-	// forward), when a jump is why; else 0.
-	Jump time.Duration
-}
-
-func (e *DriftError) Error() string {
-	if e.Jump != 0 {
-		return fmt.Sprintf("redlock: node %s clock jumped by %v; its rate is not known again yet", e.Addr, e.Jump)
-	}
-	return fmt.Sprintf("redlock: node %s clock drift %.4f (1 - clientRate/nodeRate) beyond the budget %.4f", e.Addr, e.Drift, e.Budget)
-}
-
-// Is makes a *DriftError match ErrClockDrift.
-func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 
 // WithDriftMonitor turns on the clock-drift monitor (default: off). Every
 // `every` on the Client's clock, one goroutine of the Client sends TIME to
@@ -51,16 +24,16 @@ func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
 //
 // With DriftExclude, an out-of-bounds node's yes does not count toward the
 // quorum (it still receives every command): a round's
-// observe.NodeResult.Discounted then matches ErrClockDrift. Without it the monitor only reports.
+// observe.NodeResult.Discounted then matches observe.ErrClockDrift. Without it the monitor only reports.
 //
-// A zero every is DefaultDriftEvery; a negative one is refused by New. The
+// A zero every is one second (the default); a negative one is refused by New. The
 // first TIME goes out `every` after New; Close stops the monitor and waits
 // for it. The monitor is not run over cluster clients (TIME reaches an
 // arbitrary shard).
 func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
 	return clientOption(func(o *options) {
 		o.driftOn = true
-		o.driftEvery = DefaultDriftEvery
+		o.driftEvery = defaultDriftEvery
 		set(&o.driftEvery, every)
 		for _, m := range modes {
 			if m == DriftExclude {
@@ -86,8 +59,8 @@ type driftMon struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	est    []*drift.Estimator
-	out    []*DriftError      // per node: why it is out of bounds; nil when not
-	stats  observe.DriftStats // counters only (Nodes unset)
+	out    []*observe.DriftError // per node: why it is out of bounds; nil when not
+	stats  observe.DriftStats    // counters only (Nodes unset)
 }
 
 // setupDrift makes the monitor (and gate) when WithDriftMonitor is on;
@@ -98,7 +71,7 @@ func (c *Client) setupDrift() {
 	}
 	tol := math.Max(c.o.driftFactor/2, 1e-4)
 	m := &driftMon{c: c, every: c.o.driftEvery, origin: c.o.clock.Now(), done: make(chan struct{}),
-		est: make([]*drift.Estimator, len(c.nodes)), out: make([]*DriftError, len(c.nodes))}
+		est: make([]*drift.Estimator, len(c.nodes)), out: make([]*observe.DriftError, len(c.nodes))}
 	for i := range m.est {
 		m.est[i] = drift.New(drift.Config{Tolerance: tol})
 	}
@@ -186,21 +159,21 @@ func (m *driftMon) feed(i int, s drift.Sample) {
 // judge returns why node i is out of bounds now, or nil. A node out of
 // bounds stays out while its rate is not known (after a jump, or while
 // the bound is too wide). m.mu held.
-func (m *driftMon) judge(i int) *DriftError {
+func (m *driftMon) judge(i int) *observe.DriftError {
 	e, f := m.est[i], m.c.o.driftFactor
 	if e.Jumped() {
-		return &DriftError{Addr: m.c.nodes[i].Addr(), Budget: f, Jump: e.LastJump()}
+		return &observe.DriftError{Addr: m.c.nodes[i].Addr(), Budget: f, Jump: e.LastJump()}
 	}
 	if _, ok := e.Rate(); !ok {
 		return m.out[i]
 	}
 	if d := e.Error(); d > f {
-		return &DriftError{Addr: m.c.nodes[i].Addr(), Drift: d, Budget: f}
+		return &observe.DriftError{Addr: m.c.nodes[i].Addr(), Drift: d, Budget: f}
 	}
 	return nil
 }
 
-func (m *driftMon) logChange(i int, prev, now *DriftError, drift float64) {
+func (m *driftMon) logChange(i int, prev, now *observe.DriftError, drift float64) {
 	lg := m.c.o.logger
 	if lg == nil || (prev == nil) == (now == nil) {
 		return

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/drift"
+	"github.com/redlock-go/redlock/observe"
 )
 
 func TestWithDriftMonitorValidation(t *testing.T) {
@@ -90,7 +91,7 @@ func feedRate(m *driftMon, i, n int, start time.Duration, clientRate float64) ti
 }
 
 // With exclude, a node whose clock runs out of the budget is discounted
-// with a *DriftError, logged and counted once, and counts again (logged)
+// with a *observe.DriftError, logged and counted once, and counts again (logged)
 // once its rate is back within it.
 func TestDriftGate(t *testing.T) {
 	var logs syncBuffer
@@ -108,10 +109,10 @@ func TestDriftGate(t *testing.T) {
 		t.Fatalf("nodes within the budget discounted: %v, %v", c.discount(0), c.discount(2))
 	}
 	err = c.discount(1)
-	var de *DriftError
-	if !errors.Is(err, ErrClockDrift) || !errors.As(err, &de) || de.Addr != c.nodes[1].Addr() || de.Budget != 0.01 ||
+	var de *observe.DriftError
+	if !errors.Is(err, observe.ErrClockDrift) || !errors.As(err, &de) || de.Addr != c.nodes[1].Addr() || de.Budget != 0.01 ||
 		de.Drift < 0.19 || de.Drift > 0.21 {
-		t.Fatalf("node 1 running 0.8: discount %v, want a *DriftError of about 0.2", err)
+		t.Fatalf("node 1 running 0.8: discount %v, want a *observe.DriftError of about 0.2", err)
 	}
 	if !c.countsFn(0) || c.countsFn(1) {
 		t.Error("quorum counts do not follow the gate")
@@ -142,7 +143,7 @@ func TestDriftMonitorReportOnly(t *testing.T) {
 	if c.discount(1) != nil || !c.countsFn(1) {
 		t.Error("report-only monitor discounts votes")
 	}
-	if s := c.Stats().Drift; s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, ErrClockDrift) {
+	if s := c.Stats().Drift; s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, observe.ErrClockDrift) {
 		t.Errorf("stats %+v", s)
 	}
 }

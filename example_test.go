@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -180,7 +181,7 @@ func ExampleLock_Done() {
 // An owner value found on a node (redlock inspect) names the Client that
 // wrote it, and so the process whose logs carry that id.
 func ExampleSplitOwner() {
-	client, attempt := redlock.SplitOwner("pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:3q2-7wE9TcS0Xb1mM5yKJA")
+	client, attempt := admin.SplitOwner("pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:3q2-7wE9TcS0Xb1mM5yKJA")
 	fmt.Println(client)
 	fmt.Println(attempt)
 	// Output:
@@ -212,8 +213,8 @@ func ExampleLock_Token() {
 }
 
 func ExampleFenceKey() {
-	fmt.Println(redlock.FenceKey("stock:sku-42"))
-	fmt.Println(redlock.FenceKey("{user:7}:cart"))
+	fmt.Println(admin.FenceKey("stock:sku-42"))
+	fmt.Println(admin.FenceKey("{user:7}:cart"))
 	// Output:
 	// {stock:sku-42}:fence
 	// {user:7}:cart:fence
@@ -259,8 +260,8 @@ func ExampleReadLock() {
 }
 
 func ExamplePermitKey() {
-	fmt.Println(redlock.PermitKey("settlement", 0))
-	fmt.Println(redlock.PermitKey("settlement", 2))
+	fmt.Println(admin.PermitKey("settlement", 0))
+	fmt.Println(admin.PermitKey("settlement", 2))
 	// Output:
 	// {settlement}:permit:0
 	// {settlement}:permit:2

@@ -120,8 +120,8 @@ func TestSplitOwner(t *testing.T) {
 		{"pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:AAAAAAAAAAAAAAAAAAAAAA", "pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f", "AAAAAAAAAAAAAAAAAAAAAA"},
 		{"AAAAAAAAAAAAAAAAAAAAAA", "", "AAAAAAAAAAAAAAAAAAAAAA"},
 	} {
-		if c, a := SplitOwner(tc.v); c != tc.client || a != tc.attempt {
-			t.Errorf("SplitOwner(%q) = %q, %q", tc.v, c, a)
+		if c, a := splitOwner(tc.v); c != tc.client || a != tc.attempt {
+			t.Errorf("splitOwner(%q) = %q, %q", tc.v, c, a)
 		}
 	}
 }

@@ -8,31 +8,32 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/spec"
 	"github.com/redlock-go/redlock/observe"
 )
 
-// Defaults of the Client options, all in one place. A zero value given to
-// an option keeps its default.
+// Defaults of the Client options, all in one place (each option's doc
+// says its default). A zero value given to an option keeps its default.
 const (
-	DefaultNodeTimeout = 50 * time.Millisecond // WithNodeTimeout
-	DefaultDriftFactor = 0.01                  // WithDriftFactor
-	DefaultRetryMin    = 2 * time.Millisecond  // WithRetryBackoff
-	DefaultRetryMax    = 100 * time.Millisecond
-	DefaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
-	// DefaultLocalHandoff is how many times in a row a lock may pass
+	defaultNodeTimeout = spec.DefaultNodeTimeout // WithNodeTimeout
+	defaultDriftFactor = spec.DefaultDriftFactor // WithDriftFactor
+	defaultRetryMin    = 2 * time.Millisecond    // WithRetryBackoff
+	defaultRetryMax    = 100 * time.Millisecond
+	defaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
+	// defaultLocalHandoff is how many times in a row a lock may pass
 	// between waiters of one Client before it is released on the nodes
 	// (WithLocalHandoff).
-	DefaultLocalHandoff = 256
-	// DefaultLocalHandoffRun is how long a run of passes may last while
+	defaultLocalHandoff = 256
+	// defaultLocalHandoffRun is how long a run of passes may last while
 	// another process waits for the key (WithLocalHandoffRun).
-	DefaultLocalHandoffRun = 5 * time.Millisecond
-	// DefaultQuarantineWindow is the restart quarantine's deployment
+	defaultLocalHandoffRun = 5 * time.Millisecond
+	// defaultQuarantineWindow is the restart quarantine's deployment
 	// setting (WithRestartQuarantine): the default lease and half of it
 	// again as margin.
-	DefaultQuarantineWindow = DefaultLease + DefaultLease/2
-	// DefaultDriftEvery is how often the drift monitor samples the node
+	defaultQuarantineWindow = defaultLease + defaultLease/2
+	// defaultDriftEvery is how often the drift monitor samples the node
 	// clocks (WithDriftMonitor with a zero interval).
-	DefaultDriftEvery = time.Second
+	defaultDriftEvery = time.Second
 )
 
 // Quorum says how many nodes must agree. The zero value is Majority.
@@ -77,22 +78,12 @@ const (
 	// are refused with ErrInvalidArgument before any traffic. Error messages
 	// and logs show at most the first 64 bytes of a key.
 	MaxKeyLen = 1024
-	// FairWaiterTimeout is how long a fair lock's waiter keeps its place in
-	// the queue without trying: a waiter whose process died is dropped after
-	// it, so it delays the next waiter by at most FairWaiterTimeout plus one
-	// retry of that waiter. A fair waiter retries at least every
-	// FairWaiterTimeout/10 whatever WithRetryBackoff says (its backoff max is
-	// capped there), so a live waiter keeps its place with ten tries to
-	// spare. Redisson's fair lock uses 5 s in its docs and 5 min in its code;
-	// 3 s bounds the stall a dead waiter causes to about one typical critical
-	// section while leaving a loaded process time to come back.
-	FairWaiterTimeout = 3 * time.Second
-	// FenceMargin is how much longer than the lock's TTL a fence register
-	// lives after each write (WithFencing), and so the bound on how much node
-	// clocks may differ from each other for tokens to keep increasing once
-	// registers expired. `redlock doctor` warns when node clocks differ by
-	// more than half of it or step back.
-	FenceMargin = time.Hour
+)
+
+// Limits of what a Client keeps, shown to operators by package admin.
+const (
+	fairWaiterTimeout = spec.FairWaiterTimeout // admin.FairWaiterTimeout
+	fenceMargin       = spec.FenceMargin       // admin.FenceMargin
 )
 
 // Special values of a TTL and of options, where a negative number
@@ -149,14 +140,14 @@ type options struct {
 
 func defaults() options {
 	return options{
-		callOptions:  callOptions{retryMin: DefaultRetryMin, retryMax: DefaultRetryMax},
-		nodeTimeout:  DefaultNodeTimeout,
-		driftFactor:  DefaultDriftFactor,
-		lease:        DefaultLease,
-		qWindow:      DefaultQuarantineWindow,
-		localHandoff: DefaultLocalHandoff,
-		localRun:     DefaultLocalHandoffRun,
-		renewEvery:   DefaultLease / 3,
+		callOptions:  callOptions{retryMin: defaultRetryMin, retryMax: defaultRetryMax},
+		nodeTimeout:  defaultNodeTimeout,
+		driftFactor:  defaultDriftFactor,
+		lease:        defaultLease,
+		qWindow:      defaultQuarantineWindow,
+		localHandoff: defaultLocalHandoff,
+		localRun:     defaultLocalHandoffRun,
+		renewEvery:   defaultLease / 3,
 		clock:        clock.Real(),
 		coalesce:     true,
 	}
@@ -361,7 +352,7 @@ func WithObserver(fn func(observe.Event)) Option {
 // not wait for slow nodes), on the goroutine that made the node call; fn
 // must be fast and safe for concurrent use. It shows per-node latency,
 // errors and timeouts, which observe.Event.Nodes cannot (there a slow node is only
-// ErrPending). Each WithNodeObserver adds one observer.
+// observe.ErrPending). Each WithNodeObserver adds one observer.
 func WithNodeObserver(fn func(observe.NodeEvent)) Option {
 	return clientOption(func(o *options) { o.nodeObs = append(o.nodeObs, fn) })
 }
@@ -392,7 +383,7 @@ func (o *options) validate(n int) error {
 		return invalid("nil clock")
 	case o.lease > MaxTTL:
 		return invalid("watchdog lease %v is longer than MaxTTL (%v)", o.lease, MaxTTL)
-	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):
+	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-driftBudget(o.lease, o.driftFactor):
 		return invalid("watchdog lease %v renewed every %v: need a lease of at least 1ms and 0 < interval < its validity", o.lease, o.renewEvery)
 	}
 	if err := checkName(o.name); err != nil {
@@ -426,7 +417,7 @@ func (o *options) validate(n int) error {
 // its append-only file in time. A yes it does not confirm (an
 // fsync slower than the node timeout, appendonly off, a server without
 // WAITAOF: Redis before 7.2, Valkey before 8.0) does not count: the node's
-// error in the QuorumError matches ErrNotDurable and says why, and what
+// error in the QuorumError matches observe.ErrNotDurable and says why, and what
 // the command wrote there is undone like any vote of unknown outcome.
 // Nothing falls back silently to votes that are not durable. Every node
 // must be a standalone or Sentinel-failover *redis.Client: New refuses a

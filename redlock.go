@@ -548,7 +548,7 @@ func (c *Client) checkTTL(ttl time.Duration) error {
 	if ttl > MaxTTL {
 		return invalid("ttl %v is longer than MaxTTL (%v); hold longer work with Watchdog", ttl, MaxTTL)
 	}
-	if d := DriftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
+	if d := driftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
 		return invalid("ttl %v is not longer than the drift budget %v plus min validity %v", ttl, d, c.o.minValidity)
 	}
 	return nil
@@ -654,7 +654,7 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.ValueC
 		if h.probing.CompareAndSwap(false, true) {
 			defer h.probing.Store(false)
 		} else if canSkip {
-			return 0, false, ErrNodeSkipped
+			return 0, false, errNodeSkipped
 		}
 	}
 	v, ok, err := op(ctx, i)
@@ -690,7 +690,7 @@ func (c *Client) results(out quorum.Outcome) []observe.NodeResult {
 			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
 				r[i].Discounted = errDiscounted // the gate has cleared since the round
 			}
-		case errors.Is(v.Err, ErrPending):
+		case errors.Is(v.Err, observe.ErrPending):
 			r[i].Discounted = c.discount(i) // not waited for: would its yes have counted?
 		}
 	}

@@ -28,8 +28,8 @@ func TestDriftAndValidity(t *testing.T) {
 		{time.Minute, 0, 0.1, 6002 * time.Millisecond, 54*time.Second - 2*time.Millisecond},
 	}
 	for _, tc := range cases {
-		if d := DriftBudget(tc.ttl, tc.factor); d != tc.drift {
-			t.Errorf("DriftBudget(%v, %v) = %v, want %v", tc.ttl, tc.factor, d, tc.drift)
+		if d := driftBudget(tc.ttl, tc.factor); d != tc.drift {
+			t.Errorf("driftBudget(%v, %v) = %v, want %v", tc.ttl, tc.factor, d, tc.drift)
 		}
 		if v := validity(tc.ttl, tc.elapsed, tc.factor); v != tc.valid {
 			t.Errorf("validity(%v, %v, %v) = %v, want %v", tc.ttl, tc.elapsed, tc.factor, v, tc.valid)
@@ -238,7 +238,7 @@ func TestBackoffBounds(t *testing.T) {
 
 func TestCallTimeoutCappedByTTL(t *testing.T) {
 	c := &Client{o: defaults()}
-	if got := c.callTimeout(10 * time.Second); got != DefaultNodeTimeout {
+	if got := c.callTimeout(10 * time.Second); got != defaultNodeTimeout {
 		t.Errorf("callTimeout(10s) = %v", got)
 	}
 	if got := c.callTimeout(100 * time.Millisecond); got != 10*time.Millisecond {
@@ -303,7 +303,7 @@ func TestOwnerValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, random := SplitOwner(o)
+		id, random := splitOwner(o)
 		if id != c.ID() || len(random) != 22 || seen[o] {
 			t.Fatalf("owner %q: client %q (want %q), random part %q, repeated %v", o, id, c.ID(), random, seen[o])
 		}
@@ -373,7 +373,7 @@ func TestMayHold(t *testing.T) {
 	if !mayHold(quorum.Vote{OK: true, Done: true}) || !mayHold(quorum.Vote{Err: context.DeadlineExceeded, Done: true}) {
 		t.Fatal("a yes or a timeout must count as possibly held")
 	}
-	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: ErrNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) ||
+	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: errNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) ||
 		mayHold(quorum.Vote{Err: errReleasePending}) || mayHold(quorum.Vote{Err: redis.ErrClosed}) {
 		t.Fatal("a plain no or an unsent call cannot hold our value")
 	}

@@ -17,7 +17,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/admin"
 )
 
@@ -526,7 +525,7 @@ func TestDoctorVersions(t *testing.T) {
 }
 
 // TestDoctorFenceClocks: node clocks that step back, or differ from
-// another node's by more than half of redlock.FenceMargin beyond the
+// another node's by more than half of admin.FenceMargin beyond the
 // measuring error, turn an OK clock check into a warning.
 func TestDoctorFenceClocks(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
@@ -537,7 +536,7 @@ func TestDoctorFenceClocks(t *testing.T) {
 	if n := stepsBack(ss); n != 1 {
 		t.Fatalf("stepsBack %d, want 1", n)
 	}
-	half := ms(redlock.FenceMargin) / 2
+	half := ms(admin.FenceMargin) / 2
 	nodes := []NodeReport{
 		{Clock: &ClockReport{OffsetMs: 0, OffsetErrMs: 1}},
 		{Clock: &ClockReport{OffsetMs: half + 1, OffsetErrMs: 1}}, // within the error
@@ -571,7 +570,7 @@ func TestDoctorFenceClocks(t *testing.T) {
 func TestDoctorFenceRegisterAdvice(t *testing.T) {
 	for _, n := range []*NodeReport{{AOF: false}, {AOF: true, Appendfsync: "everysec"}, {AOF: true, Appendfsync: "no"}} {
 		c := persistenceCheck(n)
-		if strings.Contains(c.Reason, "do not expire") || !strings.Contains(c.Reason, "TTL plus "+redlock.FenceMargin.String()) {
+		if strings.Contains(c.Reason, "do not expire") || !strings.Contains(c.Reason, "TTL plus "+admin.FenceMargin.String()) {
 			t.Errorf("persistence advice for %+v: %q", n, c.Reason)
 		}
 	}

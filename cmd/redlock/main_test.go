@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 )
 
 func TestMain(m *testing.M) {
@@ -175,7 +176,7 @@ func TestInspectAndUnlock(t *testing.T) {
 	}
 
 	// The table names the holder by its Client's instance id.
-	_, attempt := redlock.SplitOwner(l.Owner())
+	_, attempt := admin.SplitOwner(l.Owner())
 	code, out, _ := runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)
 	if code != exitOK || !strings.Contains(out, "lock:held") || !strings.Contains(out, c.ID()) || !strings.Contains(out, attempt) ||
 		!strings.HasPrefix(c.ID(), "worker-3/") || !strings.Contains(out, "yes") {

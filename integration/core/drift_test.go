@@ -143,8 +143,8 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	})
 	for _, n := range s.Nodes {
 		t.Logf("%s: drift %.4f ± %.4f (rate %.4f), out: %v", n.Addr, n.Drift, n.Bound, n.Rate, n.Out)
-		var de *redlock.DriftError
-		if !errors.As(n.Out, &de) || !errors.Is(n.Out, redlock.ErrClockDrift) {
+		var de *observe.DriftError
+		if !errors.As(n.Out, &de) || !errors.Is(n.Out, observe.ErrClockDrift) {
 			t.Fatalf("%s: %v, want a *DriftError", n.Addr, n.Out)
 		}
 		if want := 1 - rate; de.Jump == 0 && math.Abs(de.Drift-want) > n.Bound+0.001 {
@@ -157,7 +157,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 		t.Fatalf("skewed client got the lock: %v", err)
 	}
 	for _, r := range qe.Nodes {
-		if r.Vote && !errors.Is(r.Discounted, redlock.ErrClockDrift) {
+		if r.Vote && !errors.Is(r.Discounted, observe.ErrClockDrift) {
 			t.Errorf("%s: yes counted: %+v", r.Addr, r)
 		}
 	}

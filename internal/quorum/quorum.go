@@ -9,10 +9,11 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Majority returns the Redlock quorum for n nodes: n/2+1.
@@ -40,7 +41,7 @@ type Tracker interface {
 
 // ErrPending is the error of a node that had not answered when the round
 // was decided.
-var ErrPending = errors.New("redlock: no answer yet when the round was decided")
+var ErrPending = observe.ErrPending
 
 // Vote is what one node answered.
 type Vote struct {
