@@ -51,8 +51,9 @@ var (
 	ErrReleased = errors.New("redlock: lock released")
 	// ErrInternal: this package caught a bug of its own. The Lock it hit
 	// ended as lost (the error also matches ErrLockLost) and the error
-	// was logged; the process and the Client's other locks go on. See
-	// *PhaseError.
+	// was logged; the process and the Client's other locks go on. Its
+	// message names the Lock's keys, its phase and the event its phase
+	// table does not list.
 	ErrInternal = errors.New("redlock: internal error")
 )
 
@@ -60,22 +61,22 @@ var (
 var errNodeSkipped error = &notSentError{msg: observe.ErrNodeSkipped.Error(),
 	why: "its last call timed out, a probe is in flight", is: observe.ErrNodeSkipped}
 
-// PhaseError is the cause of a Lock ended because an event came in a
+// phaseError is the cause of a Lock ended because an event came in a
 // phase of its life that the package's phase table does not pair with it
 // (a bug of this package). It matches ErrInternal and ErrLockLost.
-type PhaseError struct {
+type phaseError struct {
 	Keys  []string // the Lock's keys
 	Phase string   // the Lock's phase: "held", "extending", "releasing", "ended" or "passed"
 	Event string   // the event: "extend", "settle", "hand-on", "release", "end" or "pass"
 }
 
-func (e *PhaseError) Error() string {
+func (e *phaseError) Error() string {
 	return fmt.Sprintf("redlock: internal error: lock %s in phase %s has no transition on %s: lock lost",
 		quoteKeys(e.Keys), e.Phase, e.Event)
 }
 
 // Unwrap returns ErrInternal and ErrLockLost.
-func (e *PhaseError) Unwrap() []error { return []error{ErrInternal, ErrLockLost} }
+func (e *phaseError) Unwrap() []error { return []error{ErrInternal, ErrLockLost} }
 
 type maxHoldError struct{}
 

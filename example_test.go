@@ -49,7 +49,6 @@ func ExampleNew() {
 	}
 	c, err := redlock.New(nodes,
 		redlock.WithNodeTimeout(20*time.Millisecond),
-		redlock.WithQuorum(redlock.Majority),
 	)
 	if err != nil {
 		log.Fatal(err)

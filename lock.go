@@ -133,12 +133,12 @@ func (l *Lock) to(e lockstate.Event) bool {
 	return true
 }
 
-// offTable ends l as lost with a *PhaseError naming its phase and event
+// offTable ends l as lost with a *phaseError naming its phase and event
 // e, which the phase table does not pair, and reports the loss, logged at
 // error level, on another goroutine (l.mu is held here). If l had already
 // ended, the log alone says so. l.mu must be held.
 func (l *Lock) offTable(e lockstate.Event) {
-	err := &PhaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
+	err := &phaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
 	o := l.lostEvent(err)
 	if l.ended == nil {
 		l.phase = lockstate.Ended
@@ -462,7 +462,7 @@ func (l *Lock) lostEvent(cause error) outcome {
 // endLocked ends l with cause, once (see endWith). l.mu must be held. It
 // reports whether this call ended the Lock with cause: false if it had
 // ended, or if the phase table refused the end (l then ended as lost with
-// a *PhaseError, reported by offTable).
+// a *phaseError, reported by offTable).
 func (l *Lock) endLocked(cause error) bool {
 	if l.ended != nil || !l.to(lockstate.End) {
 		return false

@@ -25,7 +25,7 @@ const (
 	// (WithLocalHandoff).
 	defaultLocalHandoff = 256
 	// defaultLocalHandoffRun is how long a run of passes may last while
-	// another process waits for the key (WithLocalHandoffRun).
+	// another process waits for the key (WithLocalHandoff's run).
 	defaultLocalHandoffRun = 5 * time.Millisecond
 	// defaultQuarantineWindow is the restart quarantine's deployment
 	// setting (WithRestartQuarantine): the default lease and half of it
@@ -36,49 +36,32 @@ const (
 	defaultDriftEvery = time.Second
 )
 
-// Quorum says how many nodes must agree. The zero value is Majority.
-type Quorum struct{ k int } // k: 0 majority, -1 all, >0 at least k
+// quorumSize is WithQuorum's k: 0 a majority, AllNodes every node, else
+// at least k.
+type quorumSize int
 
-var (
-	// Majority is the Redlock quorum: N/2+1 of N nodes.
-	Majority = Quorum{}
-	// AllNodes requires every node (MultiLock semantics): any node down
-	// makes the lock unavailable.
-	AllNodes = Quorum{k: -1}
-)
-
-// AtLeast requires k of the N nodes. New refuses k <= N/2 (two holders could
-// coexist) and k > N.
-func AtLeast(k int) Quorum {
-	if k <= 0 {
-		return Quorum{k: math.MinInt32} // refused by New
-	}
-	return Quorum{k: k}
-}
-
-func (q Quorum) need(n int) int {
+func (q quorumSize) need(n int) int {
 	switch {
-	case q.k == 0:
+	case q == 0:
 		return n/2 + 1
-	case q.k == -1:
+	case q == AllNodes:
 		return n
 	}
-	return q.k
+	return int(q)
 }
 
-// Limits of what a Client accepts and keeps.
-const (
-	// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
-	// ones are refused with ErrInvalidArgument before any traffic. A node that
-	// restarts empty is kept out of quorums for as long as a lock it held may
-	// still be alive, so one lock of a year would cost every restart a year;
-	// work of unknown length holds its lock with Watchdog instead.
-	MaxTTL = 24 * time.Hour
-	// MaxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
-	// are refused with ErrInvalidArgument before any traffic. Error messages
-	// and logs show at most the first 64 bytes of a key.
-	MaxKeyLen = 1024
-)
+// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
+// ones are refused with ErrInvalidArgument before any traffic, as are keys
+// longer than 1024 bytes. A node that restarts empty is kept out of
+// quorums for as long as a lock it held may still be alive, so one lock of
+// a year would cost every restart a year; work of unknown length holds its
+// lock with Watchdog instead.
+const MaxTTL = 24 * time.Hour
+
+// maxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
+// are refused with ErrInvalidArgument before any traffic. Error messages
+// and logs show at most the first 64 bytes of a key.
+const maxKeyLen = 1024
 
 // Limits of what a Client keeps, shown to operators by package admin.
 const (
@@ -108,17 +91,20 @@ const (
 	// LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
 	// every Release deletes the lock on the nodes.
 	LocalHandoffOff = -1
+	// AllNodes, passed to WithQuorum, requires every node (MultiLock
+	// semantics): any node down makes the lock unavailable.
+	AllNodes = -1
 )
 
 type options struct {
 	callOptions  // what a call may set over the Client's
-	quorum       Quorum
+	quorum       quorumSize
 	nodeTimeout  time.Duration
 	driftFactor  float64
 	minValidity  time.Duration
 	lease        time.Duration
 	localHandoff int
-	localRun     time.Duration // WithLocalHandoffRun
+	localRun     time.Duration // WithLocalHandoff's run
 	renewEvery   time.Duration
 	name         string
 	logger       *slog.Logger
@@ -209,9 +195,11 @@ func (o *callOptions) validate() error {
 	return nil
 }
 
-// WithQuorum sets how many nodes must agree: Majority (default), AllNodes or
-// AtLeast(k).
-func WithQuorum(q Quorum) Option { return clientOption(func(o *options) { o.quorum = q }) }
+// WithQuorum sets how many of the N nodes must agree: k of them, or every
+// one with AllNodes. The default, 0, is the Redlock quorum: a majority,
+// N/2+1. New refuses k <= N/2 (two holders could coexist), k > N, and a
+// negative k other than AllNodes.
+func WithQuorum(k int) Option { return clientOption(func(o *options) { o.quorum = quorumSize(k) }) }
 
 // WithNodeTimeout bounds every call to one node (default 50ms). It is the
 // longest a dead or frozen node can delay a round that needs it; keep it
@@ -280,37 +268,38 @@ func WithWatchdog(lease, every time.Duration) Option {
 	})
 }
 
-// WithLocalHandoff sets how many times in a row a lock may pass directly
-// from a Release to the next waiting Lock call of this Client for the same
-// key, with no round trip to the nodes (default 256; WithLocalHandoffRun
-// bounds such a run in time too). The lock stays held on the quorum under
-// the same owner value and deadline; only the holder inside this process
-// changes, in the order the Lock calls queued. After n passes it is
-// released on the nodes, and this Client's waiters wait for the nodes'
-// release notification like other processes' waiters, so that they get
-// their turn. LocalHandoffOff turns passing off. Only single-key locks
+// WithLocalHandoff sets the local hand-off: how many times in a row (n,
+// default 256) and for how long (run, default 5 ms) a lock may pass
+// directly from a Release to the next waiting Lock call of this Client for
+// the same key, with no round trip to the nodes. A zero keeps a default;
+// LocalHandoffOff as n turns passing off.
+//
+// The lock stays held on the quorum under the same owner value and
+// deadline; only the holder inside this process changes, in the order the
+// Lock calls queued. After n passes it is released on the nodes, and this
+// Client's waiters wait for the nodes' release notification like other
+// processes' waiters, so that they get their turn. Only single-key locks
 // taken with Lock are passed, and a fixed-TTL lock only with at least
 // half the waiter's TTL left.
-func WithLocalHandoff(n int) Option {
-	return clientOption(func(o *options) { set(&o.localHandoff, n) })
-}
-
-// WithLocalHandoffRun bounds in time a run of local passes (see
-// WithLocalHandoff), from the lock's acquisition on the nodes to the
-// Release that would pass it on (default 5 ms). While another process is
+//
+// run bounds a run of passes in time, from the lock's acquisition on the
+// nodes to the Release that would pass it on. While another process is
 // seen waiting for the key since this Client took it (its head lost a
 // race for it after a release, or a node counts another subscriber to the
-// key's release channel), the run ends after d, so that processes take
-// turns; while none is seen, it may go on for 40 times d (200 ms by
-// default), and from d on this Client asks a node, at most once every d
-// and in the background, whether another process waits (PUBSUB NUMSUB;
-// an error, e.g. a user without that command, counts as a yes); so does
-// a LockKeys call of this Client waiting for the key. Waiters that cannot
-// subscribe (cluster nodes, a user without the channel permission) are
-// not seen: they poll, and a poll finds the key free only between two
-// runs. A zero keeps the default.
-func WithLocalHandoffRun(d time.Duration) Option {
-	return clientOption(func(o *options) { set(&o.localRun, d) })
+// key's release channel), the run ends after run, so that processes take
+// turns; while none is seen, it may go on for 40 times run (200 ms by
+// default), and from run on this Client asks a node, at most once every
+// run and in the background, whether another process waits (PUBSUB
+// NUMSUB; an error, e.g. a user without that command, counts as a yes);
+// so does a LockKeys call of this Client waiting for the key. Waiters that
+// cannot subscribe (cluster nodes, a user without the channel permission)
+// are not seen: they poll, and a poll finds the key free only between two
+// runs.
+func WithLocalHandoff(n int, run time.Duration) Option {
+	return clientOption(func(o *options) {
+		set(&o.localHandoff, n)
+		set(&o.localRun, run)
+	})
 }
 
 // WithName sets a name for this Client (default none), for example the
@@ -399,8 +388,8 @@ func (o *options) validate(n int) error {
 			return invalid("nil node observer")
 		}
 	}
-	if o.quorum.k < -1 {
-		return invalid("quorum AtLeast(k) needs k >= 1")
+	if o.quorum < AllNodes {
+		return invalid("quorum %d: k must be at least 1, 0 (a majority) or AllNodes", o.quorum)
 	}
 	if err := quorum.Check(n, o.quorum.need(n)); err != nil {
 		return invalid("%v", err)

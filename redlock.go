@@ -441,7 +441,7 @@ func (c *Client) Close() error {
 // be passed on to this call without a round trip (the local hand-off):
 // then it has less than ttl left, though at least half of it; size work by
 // l.Deadline() or l.Remaining(), not by ttl, or turn the hand-off off
-// (WithLocalHandoff(LocalHandoffOff)) to always get a fresh ttl.
+// (WithLocalHandoff(LocalHandoffOff, 0)) to always get a fresh ttl.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, []string{key}, ttl, true, opts)
 }
@@ -522,8 +522,8 @@ func (c *Client) checkKeys(keys []string) error {
 		if k == "" {
 			return invalid("empty key")
 		}
-		if len(k) > MaxKeyLen {
-			return invalid("key %s is %d bytes; at most MaxKeyLen (%d) are accepted", shortKey(k), len(k), MaxKeyLen)
+		if len(k) > maxKeyLen {
+			return invalid("key %s is %d bytes; at most %d are accepted", shortKey(k), len(k), maxKeyLen)
 		}
 		if _, dup := seen[k]; dup {
 			return invalid("duplicate key %s", shortKey(k))

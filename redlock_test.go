@@ -61,10 +61,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"nil client", []redis.UniversalClient{three[0], nil, three[1]}, nil, "nil client"},
 		{"duplicate address", dup, nil, "same server"},
 		{"same client twice", []redis.UniversalClient{three[0], three[0], three[1]}, nil, "same server"},
-		{"quorum too small", three, []Option{WithQuorum(AtLeast(1))}, "two holders"},
-		{"quorum half of four", unreachable(4), []Option{WithQuorum(AtLeast(2))}, "two holders"},
-		{"quorum too large", three, []Option{WithQuorum(AtLeast(4))}, "more than"},
-		{"quorum zero", three, []Option{WithQuorum(AtLeast(0))}, "k >= 1"},
+		{"quorum too small", three, []Option{WithQuorum(1)}, "two holders"},
+		{"quorum half of four", unreachable(4), []Option{WithQuorum(2)}, "two holders"},
+		{"quorum too large", three, []Option{WithQuorum(4)}, "more than"},
+		{"quorum negative", three, []Option{WithQuorum(-2)}, "at least 1"},
 		{"negative timeout", three, []Option{WithNodeTimeout(-time.Second)}, "node timeout"},
 		{"drift factor 1", three, []Option{WithDriftFactor(1)}, "drift factor"},
 		{"negative drift factor", three, []Option{WithDriftFactor(-0.1)}, "drift factor"},
@@ -96,10 +96,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 func TestNewAcceptsQuorums(t *testing.T) {
 	for _, tc := range []struct {
-		q    Quorum
+		q    int
 		n    int
 		need int
-	}{{Majority, 5, 3}, {Majority, 4, 3}, {AllNodes, 5, 5}, {AtLeast(4), 5, 4}, {Majority, 1, 1}} {
+	}{{0, 5, 3}, {0, 4, 3}, {AllNodes, 5, 5}, {4, 5, 4}, {0, 1, 1}} {
 		c, err := New(unreachable(tc.n), WithQuorum(tc.q))
 		if err != nil {
 			t.Fatal(err)

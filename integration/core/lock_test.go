@@ -549,7 +549,7 @@ func TestMultiKeyAllOrNothing(t *testing.T) {
 func TestQuorumModes(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	all := client(t, nodes, redlock.WithQuorum(redlock.AllNodes))
-	four := client(t, nodes, redlock.WithQuorum(redlock.AtLeast(4)))
+	four := client(t, nodes, redlock.WithQuorum(4))
 	ctx := context.Background()
 	l, err := all.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
@@ -566,12 +566,12 @@ func TestQuorumModes(t *testing.T) {
 	all.Close()
 	l, err = four.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
-		t.Fatalf("AtLeast(4) with 4 alive: %v", err)
+		t.Fatalf("WithQuorum(4) with 4 alive: %v", err)
 	}
 	_ = l.Release(ctx)
 	nodes[3].Kill()
 	if _, err := four.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
-		t.Fatalf("AtLeast(4) with 3 alive: %v", err)
+		t.Fatalf("WithQuorum(4) with 3 alive: %v", err)
 	}
 }
 

@@ -175,7 +175,7 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		t.Logf("client %s is named %q", c.name, name)
 		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(name), releaseOnLost(chk)}, opts[i]...)
 		if avoid("handoff") {
-			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff))
+			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff, 0))
 		}
 		// The restart quarantine's deployment window is 1 s, shorter
 		// than most TTLs: a restarted node stays out as long as the
