@@ -21,7 +21,7 @@ import (
 // holder wrote. Default: off.
 //
 // Each key's token comes from a max-register kept on every node under
-// fenceKey(key). The acquisition script reads and raises it on each node
+// admin.FenceKey(key). The acquisition script reads and raises it on each node
 // that grants the lock, to the node's candidate: one more than the
 // register, and at least the node's clock (TIME) in microseconds. The
 // token is the highest candidate a quorum returned, and it is handed out

@@ -11,7 +11,7 @@ import (
 
 // Permits makes the call take one of n permits of a semaphore named by the
 // key: at most n holders at once. Permit i is a plain lock of its own on
-// permitKey(key, i), with the plain lock's guarantee; an attempt tries the
+// admin.PermitKey(key, i), with the plain lock's guarantee; an attempt tries the
 // permits one round each, starting at a random one. Lock.Key returns the
 // permit's key. Every holder must use the same n: lowering n leaves the
 // holders of permits at or above the new n in (at most old n until they

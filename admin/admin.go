@@ -2,7 +2,11 @@
 // a redlock deployment without holding a Client: parsing and masking node
 // URLs as NewFromURLs does, reading a node's restart-quarantine TTL
 // register, parsing INFO, and estimating a node's clock drift from timed
-// TIME samples as WithDriftMonitor does. The redlock command is built on
+// TIME samples as WithDriftMonitor does; and what a Client assumes and
+// leaves on the nodes: its default node timeout and drift factor, the
+// drift budget, the fence and fair-queue margins, the keys of fence
+// registers and semaphore permits, and owner values (SplitOwner). The
+// redlock command is built on
 // it; it is public so that the command needs nothing under internal/, and
 // it is kept small on purpose.
 //
