@@ -19,6 +19,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/admin"
+	"github.com/redlock-go/redlock/cmd/internal/localredis"
 )
 
 func TestMain(m *testing.M) {
@@ -82,7 +83,7 @@ func TestDemoEmbedded(t *testing.T) {
 // The demo serves the redlockotel instruments for Prometheus while it runs,
 // and its summary names the faulted node's failed calls.
 func TestDemoMetrics(t *testing.T) {
-	port, err := freePort()
+	port, err := localredis.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
