@@ -106,7 +106,7 @@ func TestRunEndsAfterLostRace(t *testing.T) {
 // counts as a yes, and the run then ends.
 func TestRunAsksWhenAlone(t *testing.T) {
 	c, fake := runClient(t)
-	tu := c.hub.Enter("k") // a local waiter: this Client subscribes
+	tu := c.hub.EnterWant("k", nil) // a local waiter: this Client subscribes
 	defer tu.Leave()
 	l := runLock(c)
 	fake.Advance(10 * time.Millisecond)

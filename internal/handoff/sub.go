@@ -29,7 +29,7 @@ const (
 // sub is one node's pub/sub connection, run by two goroutines: read
 // receives the notifications and dispatches them; sync sends SUBSCRIBE
 // and UNSUBSCRIBE as the set of waited-for keys changes, so that neither
-// a dead node nor a slow SUBSCRIBE ever holds up Enter, Wait or Leave.
+// a dead node nor a slow SUBSCRIBE ever holds up EnterWant, Wait or Leave.
 //
 // go-redis's PubSub reconnects on its own after a failed read or write,
 // and then subscribes the new connection to every channel it was asked
@@ -190,10 +190,6 @@ func (s *sub) replace(h *Hub, old *redis.PubSub) {
 	h.mu.Unlock()
 	_ = old.Close()
 }
-
-// notify dispatches a release notification to its key's head, as from
-// the first node (tests).
-func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }
 
 // notifyFrom dispatches a release notification that node sub idx sent to
 // its key's head and Watches. A notification with a payload (the released

@@ -16,9 +16,6 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// Majority returns the Redlock quorum for n nodes: n/2+1.
-func Majority(n int) int { return n/2 + 1 }
-
 // Check reports whether need votes out of n make a safe quorum: two holders
 // can never both collect need votes, which requires need > n/2.
 func Check(n, need int) error {
