@@ -141,8 +141,8 @@ func defaults() options {
 
 // Option configures a Client (New, NewFromURLs). Every option follows one
 // rule: a zero value means the default; a negative value is refused by New,
-// except the named constants (QuarantineOff, LocalHandoffOff, Watchdog as a
-// TTL).
+// except the named constants (QuarantineOff, LocalHandoffOff, AllNodes,
+// Watchdog as a TTL).
 type Option interface{ apply(*options) }
 
 // LockOption is an Option that may also be given to one call (Lock,
