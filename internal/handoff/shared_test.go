@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // parked asserts that tn, whose Wait runs on ch, is blocked in it: once it
@@ -193,7 +191,3 @@ func TestLeaveHoldingDropsStaleWake(t *testing.T) {
 	}
 	b.Leave()
 }
-
-// notify dispatches a release notification to its key's head, as from
-// the first node.
-func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }

@@ -191,6 +191,10 @@ func (s *sub) replace(h *Hub, old *redis.PubSub) {
 	_ = old.Close()
 }
 
+// notify dispatches a release notification to its key's head, as from
+// the first node (tests).
+func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }
+
 // notifyFrom dispatches a release notification that node sub idx sent to
 // its key's head and Watches. A notification with a payload (the released
 // owner value) wakes them once Config.Quorum nodes have sent it: the release script runs on each

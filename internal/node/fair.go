@@ -18,7 +18,7 @@ var (
 	fairTicketScript = redis.NewScript(fairTicketSrc)
 	fairLockScript   = redis.NewScript(fairLockSrc)
 	fairLeaveScript  = redis.NewScript(fairLeaveSrc)
-	fairLockGuarded  = procGuardScript(fairLockSrc)
+	fairLockGuarded  = guardScript(fairLockSrc)
 )
 
 // FairKeys are the keys of one fair lock on a node: the lock itself (a
@@ -49,7 +49,7 @@ func FairLock(k FairKeys, value string, ttl, place time.Duration, ws []Waiter) *
 	for _, w := range ws {
 		argv = append(argv, w.ID, w.Ticket)
 	}
-	return procGuarded(scriptCmd(fairLockScript, fairLockSrc, []string{k.Lock, k.Queue, k.Places, k.Ticket}, 1, argv...), fairLockGuarded, ttl)
+	return guarded(scriptCmd(fairLockScript, fairLockSrc, []string{k.Lock, k.Queue, k.Places, k.Ticket}, 1, argv...), fairLockGuarded, ttl)
 }
 
 // FairLeave takes waiter id out of the node's queue.

@@ -16,7 +16,7 @@ var (
 	extendManyBody   string
 	extendManySrc    = typedLib + extendManyBody
 	extendManyScript = redis.NewScript(extendManySrc)
-	extendManyG      = procGuardScript(extendManySrc)
+	extendManyG      = guardScript(extendManySrc)
 )
 
 // ManyPerScript is how many locks one ExtendMany script call covers; a
@@ -159,7 +159,7 @@ func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, want, verb,
 	}
 	var g []interface{}
 	if p := n.expect.Load(); want != "" && p != nil {
-		g = p.procGuardArgs(ttl, n.aof) // one register entry, the longest TTL's, covers the batch
+		g = p.guardArgs(ttl, n.aof) // one register entry, the longest TTL's, covers the batch
 	}
 	args := make([]interface{}, 0, 6+nk+len(g)+3*len(idx))
 	if g != nil {

@@ -17,7 +17,7 @@ import (
 // with durable votes), value = until when (in milliseconds on the node's
 // own clock) a lock with that TTL may be held on the node. The guarded
 // script of every command that may grant or lengthen a lock raises its
-// TTL's entry there first (procguard.lua), so the node's register covers every
+// TTL's entry there first (guard.lua), so the node's register covers every
 // lock the node holds; entries expire with the last lock that needed them,
 // and the key with its latest entry.
 const TTLRegisterKey = "redlock:ttl"
@@ -32,7 +32,7 @@ const MaxTTLKey = "redlock:max-ttl"
 
 // AOFStampKey is a hash beside the TTL register (same hash slot) that
 // never expires and has two fields: "aof", the run_id of the process that
-// last raised the register (procguard.lua), and "prev", the run_id "aof"
+// last raised the register (guard.lua), and "prev", the run_id "aof"
 // named before that process stamped it. It outlives the register, whose
 // entries may all have expired while a node was down.
 const AOFStampKey = "{" + TTLRegisterKey + "}:aof"
@@ -68,7 +68,7 @@ type Register struct {
 
 // Loaded reports whether the register, read from process cur, shows that
 // cur holds the data of process prev, loaded from its append-only file:
-// it carries prev's stamp, or cur's stamp made over prev's (see procguard.lua).
+// it carries prev's stamp, or cur's stamp made over prev's (see guard.lua).
 // A stamp is a write of prev's found in cur; under appendonly yes in cur
 // it came from prev's append-only file (see SAFETY.md).
 func (r Register) Loaded(prev, cur string) bool {

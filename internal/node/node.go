@@ -66,13 +66,13 @@ var (
 )
 
 // The guarded forms of the scripts that may grant or lengthen a lock (see
-// procguard.go).
+// guard.go).
 var (
-	lockGuarded      = procGuardScript(lockSrc)
-	extendGuarded    = procGuardScript(extendSrc)
-	reentrantGuarded = procGuardScript(reentrantSrc)
-	rwGuarded        = procGuardScript(rwSrc)
-	fencedGuarded    = procGuardScript(lockFencedSrc)
+	lockGuarded      = guardScript(lockSrc)
+	extendGuarded    = guardScript(extendSrc)
+	reentrantGuarded = guardScript(reentrantSrc)
+	rwGuarded        = guardScript(rwSrc)
+	fencedGuarded    = guardScript(lockFencedSrc)
 )
 
 // Node is one Redis master. It is safe for concurrent use.
@@ -132,14 +132,14 @@ func (n *Node) Addr() string { return n.addr }
 // shared, read-only, by the calls to every node (and every retry). Build it
 // with Lock, LockNew, Extend or Release.
 type Cmd struct {
-	args   []interface{}      // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
-	src    string             // the script's source, for EVAL after NOSCRIPT; "" for SET NX
-	want   int64              // script reply that means yes; valued: any reply > 0
-	valued bool               // the reply is a value (a fencing candidate), yes when > 0
-	late   bool               // sent even after its caller left (releases: see Node.Coalesce)
-	grants bool               // may grant or lengthen a lock: confirmed on disk on a Durable node
-	g      *procGuardedScript // its guarded form, sent while the node is bound (see Bind); nil: never guarded
-	ttl    time.Duration      // the TTL it may grant, which the guard makes sure the node's register covers
+	args   []interface{}  // as sent: EVALSHA sha numkeys keys... argv... or SET key value PX ms NX
+	src    string         // the script's source, for EVAL after NOSCRIPT; "" for SET NX
+	want   int64          // script reply that means yes; valued: any reply > 0
+	valued bool           // the reply is a value (a fencing candidate), yes when > 0
+	late   bool           // sent even after its caller left (releases: see Node.Coalesce)
+	grants bool           // may grant or lengthen a lock: confirmed on disk on a Durable node
+	g      *guardedScript // its guarded form, sent while the node is bound (see Bind); nil: never guarded
+	ttl    time.Duration  // the TTL it may grant, which the guard makes sure the node's register covers
 }
 
 func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
@@ -155,12 +155,12 @@ func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...i
 // Lock sets keys to value with ttl if each is free or already holds value
 // (then only its TTL is reset), all or nothing.
 func Lock(keys []string, value string, ttl time.Duration) *Cmd {
-	return procGuarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded, ttl)
+	return guarded(scriptCmd(lockScript, lockSrc, keys, 1, value, ttl.Milliseconds()), lockGuarded, ttl)
 }
 
 // guarded gives c, which may grant ttl, the guarded form g, sent while the
 // node is bound.
-func procGuarded(c *Cmd, g *procGuardedScript, ttl time.Duration) *Cmd {
+func guarded(c *Cmd, g *guardedScript, ttl time.Duration) *Cmd {
 	c.g, c.ttl = g, ttl
 	return c
 }
@@ -185,7 +185,7 @@ func LockNew(keys []string, value string, ttl time.Duration) *Cmd {
 func LockFenced(keys, fences []string, value string, ttl, keep time.Duration) *Cmd {
 	c := scriptCmd(fencedScript, lockFencedSrc, append(keys[:len(keys):len(keys)], fences...), 1, value, ttl.Milliseconds(), keep.Milliseconds())
 	c.valued = true
-	return procGuarded(c, fencedGuarded, ttl)
+	return guarded(c, fencedGuarded, ttl)
 }
 
 // RaiseFence raises the fence registers of keys (fences[i] is the register
@@ -200,7 +200,7 @@ func RaiseFence(keys, fences []string, value string, token int64, keep time.Dura
 // Extend resets the TTL of keys to ttl if they all still hold value. It
 // never creates a key.
 func Extend(keys []string, value string, ttl time.Duration) *Cmd {
-	return procGuarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded, ttl)
+	return guarded(scriptCmd(extendScript, extendSrc, keys, 1, value, ttl.Milliseconds()), extendGuarded, ttl)
 }
 
 // Release deletes the keys that still hold value; it says yes if all of
@@ -231,7 +231,7 @@ func ReleaseAnnouncing(key, value, as string) *Cmd {
 // of the hold named hold, which must still have a live entry there. A key
 // of another type gets an error reply starting with REDLOCKTYPE.
 func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
-	return procGuarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded, ttl)
+	return guarded(scriptCmd(reentrantScr, reentrantSrc, []string{key}, 1, value, ttl.Milliseconds(), hold), reentrantGuarded, ttl)
 }
 
 // ReadLock acquires a reader's share of a read-write lock (rw_lock.lua) on
@@ -239,14 +239,14 @@ func ReentrantLock(key, value string, ttl time.Duration, hold string) *Cmd {
 // writer's intent is live. A key of another type gets an error reply
 // starting with REDLOCKTYPE.
 func ReadLock(key, value string, ttl time.Duration) *Cmd {
-	return procGuarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded, ttl)
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "read"), rwGuarded, ttl)
 }
 
 // WriteLock acquires the writer's hold of a read-write lock (rw_lock.lua)
 // on key for value with ttl: granted where nobody holds it. Refused, it
 // keeps new readers out for intent (renewed by each refused attempt).
 func WriteLock(key, value string, ttl, intent time.Duration) *Cmd {
-	return procGuarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded, ttl)
+	return guarded(scriptCmd(rwScript, rwSrc, []string{key}, 1, value, ttl.Milliseconds(), "write", intent.Milliseconds()), rwGuarded, ttl)
 }
 
 // ClearIntent clears, on a node that refused the writer's attempt value,

@@ -283,7 +283,7 @@ func (n *node) guard(b binding) bool {
 }
 
 // raise makes the register entry of bucket bk (durable d) outlive a lock
-// granted now, as the guard does before it grants (procguard.lua); always
+// granted now, as the guard does before it grants (guard.lua); always
 // raises unconditionally (a publish). It reports true.
 func (n *node) raise(t time.Duration, b binding, bk int, d, always bool) bool {
 	now, m := n.ms(t), &n.p.mem

@@ -14,7 +14,7 @@ func TestGuardArgsEntryOutlivesTheLock(t *testing.T) {
 	const f = 0.01
 	p := &boundProcess{arg: "run", evicted: "0", factor: f}
 	for _, ttl := range []time.Duration{time.Millisecond, 437 * time.Millisecond, time.Minute, 23 * time.Hour} {
-		args := p.procGuardArgs(ttl, true)
+		args := p.guardArgs(ttl, true)
 		b := TTLBucket(ttl)
 		if args[2] != "d"+itoa(b.Milliseconds()) {
 			t.Errorf("%v: field %v", ttl, args[2])
@@ -28,11 +28,11 @@ func TestGuardArgsEntryOutlivesTheLock(t *testing.T) {
 		if onClient(hold) < b+min(b, registerSlack)+time.Second {
 			t.Errorf("%v: a raise to %v lives %v on the Client's clock", ttl, hold, onClient(hold))
 		}
-		if again := p.procGuardArgs(ttl, true); &again[0] != &args[0] {
+		if again := p.guardArgs(ttl, true); &again[0] != &args[0] {
 			t.Errorf("%v: arguments boxed again for the same TTL", ttl)
 		}
 	}
-	if a := p.procGuardArgs(time.Second, false); a[2] != "1000" {
+	if a := p.guardArgs(time.Second, false); a[2] != "1000" {
 		t.Errorf("plain field %v", a[2])
 	}
 }

@@ -14,7 +14,7 @@ import (
 // The process guard. A node's votes are bound to one server process and
 // its eviction count (Bind: what this Client learned and judged). Every
 // command that may grant or lengthen a lock then goes as its script's
-// guarded form (procguard.lua): the script first reads the node's run_id
+// guarded form (guard.lua): the script first reads the node's run_id
 // (INFO server) and, on any other process, or on keys evicted since,
 // refuses before it writes, naming what it found (*ProcessError). So a
 // restart, a proxy that reconnected upstream under a kept connection, a
@@ -24,22 +24,22 @@ import (
 // (see TTLRegisterKey) before it grants: an entry that was evicted or
 // flushed is written again by the grant that needs it.
 
-//go:embed procguard.lua
-var procGuardTail string
+//go:embed guard.lua
+var guardTail string
 
-// procGuardedScript is the guarded form of a grant script: src wrapped as a
-// function body(KEYS, ARGV), then procguard.lua, which takes the run_id from
+// guardedScript is the guarded form of a grant script: src wrapped as a
+// function body(KEYS, ARGV), then guard.lua, which takes the run_id from
 // ARGV[1] and calls body with the rest.
-type procGuardedScript struct {
+type guardedScript struct {
 	script *redis.Script
 	src    string
 	hash   interface{} // script.Hash(), boxed once
 }
 
-func procGuardScript(src string) *procGuardedScript {
-	g := "local function body(KEYS, ARGV)\n" + src + "\nend\n" + procGuardTail
+func guardScript(src string) *guardedScript {
+	g := "local function body(KEYS, ARGV)\n" + src + "\nend\n" + guardTail
 	s := redis.NewScript(g)
-	return &procGuardedScript{script: s, src: g, hash: s.Hash()}
+	return &guardedScript{script: s, src: g, hash: s.Hash()}
 }
 
 // ProcessError is a grant refused by the node's process guard: the node
@@ -143,12 +143,12 @@ type boundProcess struct {
 	id           string
 	arg, evicted interface{}
 	factor       float64
-	last         atomic.Pointer[procGuardCache] // the guard's arguments for the TTL used last
+	last         atomic.Pointer[guardCache] // the guard's arguments for the TTL used last
 }
 
-// procGuardCache is procGuardArgs' result for one TTL: a Client mostly locks with
+// guardCache is guardArgs' result for one TTL: a Client mostly locks with
 // one TTL, and the arguments are then boxed once, not per command.
-type procGuardCache struct {
+type guardCache struct {
 	ttl     time.Duration
 	durable bool
 	args    []interface{}
@@ -168,17 +168,17 @@ func (n *Node) bound() (string, interface{}) {
 // locks of about that long, not one per lock.
 const registerSlack = 10 * time.Second
 
-// procGuardArgs returns the guard's arguments for a command granting ttl: the
+// guardArgs returns the guard's arguments for a command granting ttl: the
 // binding's, then the register entry (field, how long it must still live,
 // how long a raise makes it live, in ms on the node's clock). The entry
 // must outlive, on the Client's clock, every lock the command may grant
 // or lengthen, by a second.
-func (p *boundProcess) procGuardArgs(ttl time.Duration, durable bool) []interface{} {
+func (p *boundProcess) guardArgs(ttl time.Duration, durable bool) []interface{} {
 	if c := p.last.Load(); c != nil && c.ttl == ttl && c.durable == durable {
 		return c.args // shared, read-only
 	}
 	args := p.makeGuardArgs(ttl, durable)
-	p.last.Store(&procGuardCache{ttl: ttl, durable: durable, args: args})
+	p.last.Store(&guardCache{ttl: ttl, durable: durable, args: args})
 	return args
 }
 
@@ -203,7 +203,7 @@ func (n *Node) wire(c *Cmd) (args []interface{}, src, want string) {
 	if p == nil || p.id == "" || c.g == nil {
 		return c.args, c.src, ""
 	}
-	g := p.procGuardArgs(c.ttl, n.aof)
+	g := p.guardArgs(c.ttl, n.aof)
 	if c.src == "" { // SET key value PX ms NX
 		args = make([]interface{}, 0, 8+len(g))
 		args = append(args, "evalsha", c.g.hash, 3, c.args[1], TTLRegisterKey, AOFStampKey)
