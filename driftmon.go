@@ -12,43 +12,51 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// WithDriftMonitor turns on the clock-drift monitor (default: off). Every
-// `every` on the Client's clock, one goroutine of the Client sends TIME to
-// every node at once (each call bounded by the node timeout) and estimates
-// from the answers how fast each node's clock runs against the Client's
-// (see package drift). A node is out of bounds once its estimated
-// 1 - clientRate/nodeRate exceeds the drift factor (WithDriftFactor), or
-// when its clock jumped, until its rate is estimated within bounds again;
-// a node whose rate is not yet known counts as within bounds. Each change
-// is logged (Warn when out, Info when back) and counted (Client.Stats().Drift).
-//
-// With DriftExclude, an out-of-bounds node's yes does not count toward the
-// quorum (it still receives every command): a round's
-// observe.NodeResult.Discounted then matches observe.ErrClockDrift. Without it the monitor only reports.
-//
-// A zero every is one second (the default); a negative one is refused by New. The
-// first TIME goes out `every` after New; Close stops the monitor and waits
-// for it. The monitor is not run over cluster clients (TIME reaches an
-// arbitrary shard).
-func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
+// Drift is how a Client allows for the nodes' clocks running at other
+// rates than its own (WithDrift). Its zero value is the default: a drift
+// factor of 0.01 and no monitor.
+type Drift struct {
+	// Factor is the share of the TTL set aside for clock drift between
+	// client and nodes (0: 0.01, as in the Redlock reference). It must
+	// cover the largest relative clock-rate error you expect: the lock is
+	// safe while Factor >= 1 - clientRate/nodeRate.
+	Factor float64
+	// Monitor, if not zero, turns on the clock-drift monitor. Every
+	// Monitor on the Client's clock, one goroutine of the Client sends
+	// TIME to every node at once (each call bounded by the node timeout)
+	// and estimates from the answers how fast each node's clock runs
+	// against the Client's (see package drift). A node is out of bounds
+	// once its estimated 1 - clientRate/nodeRate exceeds Factor, or when
+	// its clock jumped, until its rate is estimated within bounds again; a
+	// node whose rate is not yet known counts as within bounds. Each
+	// change is logged (Warn when out, Info when back) and counted
+	// (Client.Stats().Drift). The first TIME goes out Monitor after New;
+	// Close stops the monitor and waits for it. The monitor is not run
+	// over cluster clients (TIME reaches an arbitrary shard).
+	Monitor time.Duration
+	// Exclude makes the monitor discount the vote of a node whose clock
+	// is out of bounds: its yes does not count toward the quorum (it still
+	// receives every command), and a round's
+	// observe.NodeResult.Discounted then matches observe.ErrClockDrift.
+	// Without it the monitor only reports. It needs Monitor.
+	Exclude bool
+}
+
+// WithDrift sets the drift budget and the drift monitor (see Drift;
+// default: a factor of 0.01, no monitor). A zero field keeps what it set;
+// New refuses a Factor outside [0, 1), a negative Monitor, and Exclude
+// without Monitor.
+func WithDrift(d Drift) Option {
 	return clientOption(func(o *options) {
-		o.driftOn = true
-		o.driftEvery = defaultDriftEvery
-		set(&o.driftEvery, every)
-		for _, m := range modes {
-			if m == DriftExclude {
-				o.driftExclude = true
-			}
+		set(&o.driftFactor, d.Factor)
+		if d.Monitor != 0 {
+			o.driftOn, o.driftEvery = true, d.Monitor
+		}
+		if d.Exclude {
+			o.driftExclude = true
 		}
 	})
 }
-
-// DriftMode adjusts WithDriftMonitor.
-type DriftMode int
-
-// DriftExclude makes the drift monitor discount the vote of a node whose
-// clock is out of bounds, instead of only reporting it.
-const DriftExclude DriftMode = iota + 1
 
 // driftMon is the drift monitor and, with exclude, the gate of
 // out-of-bounds nodes.
@@ -63,7 +71,7 @@ type driftMon struct {
 	stats  observe.DriftStats    // counters only (Nodes unset)
 }
 
-// setupDrift makes the monitor (and gate) when WithDriftMonitor is on;
+// setupDrift makes the monitor (and gate) when WithDrift is on;
 // startDrift starts it.
 func (c *Client) setupDrift() {
 	if !c.o.driftOn || c.cluster {
@@ -203,7 +211,7 @@ func (m *driftMon) discount(i int) error {
 }
 
 // driftStats returns what the drift monitor has seen so far; the zero
-// observe.DriftStats when it is off (see WithDriftMonitor).
+// observe.DriftStats when it is off (see WithDrift).
 func (c *Client) driftStats() observe.DriftStats {
 	m := c.dm
 	if m == nil {

@@ -14,15 +14,15 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-func TestWithDriftMonitorValidation(t *testing.T) {
+func TestWithDriftValidation(t *testing.T) {
 	for _, every := range []time.Duration{-time.Millisecond, -time.Second} {
-		c, err := New(unreachable(3), WithDriftMonitor(every, DriftExclude))
+		c, err := New(unreachable(3), WithDrift(Drift{Monitor: every, Exclude: true}))
 		if err == nil {
 			c.Close()
-			t.Fatalf("WithDriftMonitor(%v) accepted", every)
+			t.Fatalf("WithDrift(Drift{Monitor: %v}) accepted", every)
 		}
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "drift monitor interval") {
-			t.Errorf("WithDriftMonitor(%v) = %v, want ErrInvalidArgument naming the interval", every, err)
+			t.Errorf("WithDrift(Drift{Monitor: %v}) = %v, want ErrInvalidArgument naming the interval", every, err)
 		}
 	}
 	c, err := New(unreachable(3))
@@ -58,7 +58,7 @@ func (s *syncBuffer) String() string {
 // Close stops it.
 func TestDriftMonitorRunsOnClientClock(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1e9, 0))
-	c, err := New(unreachable(3), WithClock(fake), WithDriftMonitor(time.Second))
+	c, err := New(unreachable(3), WithClock(fake), WithDrift(Drift{Monitor: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +96,8 @@ func feedRate(m *driftMon, i, n int, start time.Duration, clientRate float64) ti
 func TestDriftGate(t *testing.T) {
 	var logs syncBuffer
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour, DriftExclude),
-		WithDriftFactor(0.01), WithLogger(lg))
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDrift(Drift{Factor: 0.01, Monitor: time.Hour, Exclude: true}),
+		WithLogger(lg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestDriftGate(t *testing.T) {
 
 // Without exclude the monitor only reports: no gate.
 func TestDriftMonitorReportOnly(t *testing.T) {
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour))
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDrift(Drift{Monitor: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func TestTLSDialEndsWithCtx(t *testing.T) {
 // TTL, Watchdog), and zero option values keep the defaults while the named
 // constants turn features off.
 func TestZeroMeansDefault(t *testing.T) {
-	c, err := New(unreachable(3), WithNodeTimeout(0), WithDriftFactor(0), WithRetryBackoff(0, 0), WithMaxHold(0),
+	c, err := New(unreachable(3), WithNodeTimeout(0), WithDrift(Drift{Factor: 0}), WithRetryBackoff(0, 0), WithMaxHold(0),
 		WithWatchdog(0, 0), WithLocalHandoff(0, 0), WithRestartQuarantine(0), WithMaxAttempts(0))
 	if err != nil {
 		t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 // says its default). A zero value given to an option keeps its default.
 const (
 	defaultNodeTimeout = spec.DefaultNodeTimeout // WithNodeTimeout
-	defaultDriftFactor = spec.DefaultDriftFactor // WithDriftFactor
+	defaultDriftFactor = spec.DefaultDriftFactor // WithDrift
 	defaultRetryMin    = 2 * time.Millisecond    // WithRetryBackoff
 	defaultRetryMax    = 100 * time.Millisecond
 	defaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
@@ -31,9 +31,6 @@ const (
 	// setting (WithRestartQuarantine): the default lease and half of it
 	// again as margin.
 	defaultQuarantineWindow = defaultLease + defaultLease/2
-	// defaultDriftEvery is how often the drift monitor samples the node
-	// clocks (WithDriftMonitor with a zero interval).
-	defaultDriftEvery = time.Second
 )
 
 // quorumSize is WithQuorum's k: 0 a majority, AllNodes every node, else
@@ -114,7 +111,7 @@ type options struct {
 	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
 	qFresh       bool
 	qFloor       bool          // WithRestartQuarantine(..., QuarantineSettingFloor)
-	driftEvery   time.Duration // WithDriftMonitor
+	driftEvery   time.Duration // WithDrift: Drift.Monitor
 	driftOn      bool
 	driftExclude bool
 	coalesce     bool // WithoutCoalescing
@@ -214,14 +211,6 @@ func set[T comparable](p *T, v T) {
 	if v != zero {
 		*p = v
 	}
-}
-
-// WithDriftFactor sets the share of the TTL set aside for clock drift
-// between client and nodes (default 0.01, as in the Redlock reference). It
-// must cover the largest relative clock-rate error you expect: the lock is
-// safe while factor >= 1 - clientRate/nodeRate.
-func WithDriftFactor(f float64) Option {
-	return clientOption(func(o *options) { set(&o.driftFactor, f) })
 }
 
 // WithMinValidity refuses to return a lock with less validity left than d
@@ -368,6 +357,8 @@ func (o *options) validate(n int) error {
 		return invalid("restart quarantine window %v must not be negative (QuarantineOff turns it off)", o.qWindow)
 	case o.driftOn && o.driftEvery < 0:
 		return invalid("drift monitor interval %v must not be negative", o.driftEvery)
+	case o.driftExclude && !o.driftOn:
+		return invalid("drift Exclude needs a Monitor interval")
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.lease > MaxTTL:

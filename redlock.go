@@ -48,7 +48,7 @@
 // nodes started after it, are quarantined by default (WithRestartQuarantine);
 // a node first met after it restarted empty is covered only by strict mode
 // (QuarantineFresh) or appendonly with appendfsync always. It assumes node
-// clocks run at rates within driftFactor of the client's (WithDriftMonitor
+// clocks run at rates within driftFactor of the client's (WithDrift
 // watches them), and that the client does not pause past the deadline
 // between checking Remaining and acting on the resource: only a fencing
 // token checked by the resource closes that gap (WithFencing, package

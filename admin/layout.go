@@ -13,7 +13,7 @@ const (
 	// redlock.WithNodeTimeout is not given.
 	DefaultNodeTimeout = spec.DefaultNodeTimeout
 	// DefaultDriftFactor is a Client's drift factor when
-	// redlock.WithDriftFactor is not given.
+	// redlock.WithDrift sets no Factor.
 	DefaultDriftFactor = spec.DefaultDriftFactor
 	// FairWaiterTimeout is how long a fair lock's waiter (redlock.Fair)
 	// keeps its place in the queue without trying: a waiter whose process

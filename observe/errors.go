@@ -29,7 +29,7 @@ var (
 	ErrSameServer = errors.New("redlock: node is the same server as another node")
 	// ErrClockDrift: the drift monitor found the node's clock outside the
 	// drift budget (1 - clientRate/nodeRate beyond the drift factor), or
-	// it jumped. See *DriftError and redlock.WithDriftMonitor.
+	// it jumped. See *DriftError and redlock.WithDrift.
 	ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
 	// ErrNotDurable: with redlock.WithDurableVotes, the node did not
 	// confirm its vote on disk; its error says why: WAITAOF refused, not

@@ -97,7 +97,7 @@ type NodeWindow struct {
 }
 
 // DriftStats is what the drift monitor has seen (see
-// redlock.WithDriftMonitor).
+// redlock.WithDrift).
 type DriftStats struct {
 	Samples  uint64      // TIME answers fed to the estimators
 	Failures uint64      // TIME calls that failed or timed out

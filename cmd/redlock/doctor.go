@@ -170,7 +170,7 @@ func doctorCmd(fs *flag.FlagSet) runner {
 	nodes := nodeFlags(fs)
 	nodeTimeout := fs.Duration("node-timeout", admin.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
-	drift := fs.Float64("drift-factor", admin.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
+	drift := fs.Float64("drift-factor", admin.DefaultDriftFactor, "the Client's drift factor (Drift.Factor)")
 	samples := fs.Int("samples", 20, "TIME and PING samples per node")
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
@@ -527,8 +527,8 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // fitClock estimates the node's clock rate against the client's monotonic
-// clock with the library's drift estimator (the one WithDriftMonitor runs
-// continuously), over all samples at once: its rate error and the bound
+// clock with the library's drift estimator (the one the drift monitor,
+// WithDrift, runs continuously), over all samples at once: its rate error and the bound
 // that surely holds the true one. A jump restarts the estimator's window,
 // so the rate is over the samples since the last jump. It returns nil
 // unless two samples give a rate (three samples at least).
@@ -895,7 +895,7 @@ func clockCheck(c *ClockReport, drift float64) Check {
 	case rate > budget/2:
 		return Check{checkClock, verdictWarn, nums + ": more than half the drift budget"}
 	case c.Jumps > 0:
-		return Check{checkClock, verdictWarn, nums + fmt.Sprintf(": the node's clock jumped %d times while sampled (the rate is over the samples since); WithDriftMonitor counts such a node out of bounds until its rate is known again", c.Jumps)}
+		return Check{checkClock, verdictWarn, nums + fmt.Sprintf(": the node's clock jumped %d times while sampled (the rate is over the samples since); the drift monitor (WithDrift) counts such a node out of bounds until its rate is known again", c.Jumps)}
 	}
 	return Check{checkClock, verdictOK, nums}
 }

@@ -29,7 +29,7 @@ func skewed(t *testing.T, nodes []*harness.Node, rate float64, opts ...redlock.O
 	t.Helper()
 	origin := time.Now()
 	c := client(t, nodes, append([]redlock.Option{redlock.WithClock(clock.Scaled(clock.Real(), rate)),
-		redlock.WithDriftFactor(0.01)}, opts...)...)
+		redlock.WithDrift(redlock.Drift{Factor: 0.01})}, opts...)...)
 	return c, origin
 }
 
@@ -132,7 +132,7 @@ func driftSeen(s observe.DriftStats) string {
 func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	const rate = 0.8
-	a, _ := skewed(t, nodes, rate, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
+	a, _ := skewed(t, nodes, rate, redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond, Exclude: true}))
 	s := waitDrift(t, a, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if n.Out == nil {
@@ -180,7 +180,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 // with exclude: every node's rate gets known, none is out, locks work.
 func TestDriftMonitorAcceptsTrueClock(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	c := client(t, nodes, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
+	c := client(t, nodes, redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond, Exclude: true}))
 	s := waitDrift(t, c, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if !n.Known {

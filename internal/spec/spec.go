@@ -18,7 +18,7 @@ const (
 	// (WithNodeTimeout).
 	DefaultNodeTimeout = 50 * time.Millisecond
 	// DefaultDriftFactor is a Client's default drift factor
-	// (WithDriftFactor).
+	// (Drift.Factor).
 	DefaultDriftFactor = 0.01
 	// FairWaiterTimeout is how long a fair lock's waiter keeps its place
 	// in the queue without trying.
