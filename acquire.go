@@ -254,7 +254,7 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)
 	}
-	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
+	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - driftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {
 		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
 	}
@@ -373,7 +373,7 @@ func (c *Client) warnDown(ctx context.Context, r *request, n int, res result) {
 		switch {
 		case v.Err == nil && !v.Discounted:
 			voters++ // a yes or a no that counts: the node is up
-		case errors.Is(v.Err, ErrPending) && c.discount(i) == nil:
+		case errors.Is(v.Err, observe.ErrPending) && c.discount(i) == nil:
 			voters++ // not waited for, and nothing known against it
 		}
 	}

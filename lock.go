@@ -133,12 +133,12 @@ func (l *Lock) to(e lockstate.Event) bool {
 	return true
 }
 
-// offTable ends l as lost with a *PhaseError naming its phase and event
+// offTable ends l as lost with a *phaseError naming its phase and event
 // e, which the phase table does not pair, and reports the loss, logged at
 // error level, on another goroutine (l.mu is held here). If l had already
 // ended, the log alone says so. l.mu must be held.
 func (l *Lock) offTable(e lockstate.Event) {
-	err := &PhaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
+	err := &phaseError{Keys: l.keys, Phase: l.phase.String(), Event: e.String()}
 	o := l.lostEvent(err)
 	if l.ended == nil {
 		l.phase = lockstate.Ended
@@ -151,7 +151,7 @@ func (l *Lock) offTable(e lockstate.Event) {
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start, watchdog: r.watchdog,
-		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
+		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - driftBudget(r.ttl, c.o.driftFactor)), confirmed: true,
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
 		l.hold = a.owner
@@ -233,7 +233,7 @@ func (l *Lock) Keys() []string {
 }
 
 // Owner returns the owner value stored on the nodes: the Client's ID, a
-// colon and the attempt's 128 random bits (see SplitOwner).
+// colon and the attempt's 128 random bits (see admin.SplitOwner).
 func (l *Lock) Owner() string {
 	if l == nil {
 		return ""
@@ -462,7 +462,7 @@ func (l *Lock) lostEvent(cause error) outcome {
 // endLocked ends l with cause, once (see endWith). l.mu must be held. It
 // reports whether this call ended the Lock with cause: false if it had
 // ended, or if the phase table refused the end (l then ended as lost with
-// a *PhaseError, reported by offTable).
+// a *phaseError, reported by offTable).
 func (l *Lock) endLocked(cause error) bool {
 	if l.ended != nil || !l.to(lockstate.End) {
 		return false
@@ -656,7 +656,7 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 		}
 	}
 	if err == nil {
-		if d := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)); d.Before(l.deadline) {
+		if d := start.Add(ttl - driftBudget(ttl, c.o.driftFactor)); d.Before(l.deadline) {
 			l.deadline = d
 			l.armExpiryIfSet()
 		}
@@ -728,7 +728,7 @@ func (l *Lock) passTurn() {
 func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl time.Duration, out quorum.Outcome) ([]outcome, error) {
 	c := l.c
 	now := c.o.clock.Now()
-	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
+	newDeadline := start.Add(ttl - driftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	defer l.passTurn()
@@ -874,7 +874,7 @@ func (l *Lock) startPassed(maxHold time.Duration) time.Duration {
 // a lease, one interval after it. l.mu must be held.
 func (l *Lock) renewBefore() {
 	c := l.c
-	validity := c.o.lease - DriftBudget(c.o.lease, c.o.driftFactor)
+	validity := c.o.lease - driftBudget(c.o.lease, c.o.driftFactor)
 	next := l.deadline.Add(-(validity - c.o.renewEvery)).Sub(c.o.clock.Now())
 	if l.retry == nil && c.o.renewEvery-c.renewer.sinceTick(c) > next {
 		l.retry = clock.AfterFunc(c.o.clock, max(next, 0), l.onRetry) // the next tick would come later

@@ -192,7 +192,7 @@ func TestLockPhaseTableWalk(t *testing.T) {
 }
 
 // A transition the table does not list (a bug) ends that Lock as lost
-// with a *PhaseError naming the phase and the event, logged at error
+// with a *phaseError naming the phase and the event, logged at error
 // level and reported, instead of panicking: also on a timer goroutine,
 // where a panic would end the process. The Client's other Locks go on.
 func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
@@ -266,9 +266,9 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 
 func wantPhaseError(t *testing.T, err error, phase, event string) {
 	t.Helper()
-	var pe *PhaseError
+	var pe *phaseError
 	if !errors.As(err, &pe) || pe.Phase != phase || pe.Event != event || !errors.Is(err, ErrInternal) || !errors.Is(err, ErrLockLost) {
-		t.Fatalf("error %v: want a *PhaseError for %s on %s, matching ErrInternal and ErrLockLost", err, phase, event)
+		t.Fatalf("error %v: want a *phaseError for %s on %s, matching ErrInternal and ErrLockLost", err, phase, event)
 	}
 	if msg := err.Error(); !strings.HasPrefix(msg, "redlock: ") || !strings.Contains(msg, phase) || !strings.Contains(msg, event) {
 		t.Fatalf("message %q does not name the phase and the event", msg)
