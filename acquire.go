@@ -197,7 +197,7 @@ func (c *Client) attemptKeys(ctx context.Context, r *request, keys []string, n i
 	if out.Reached && res.cause == nil {
 		a.token, res.out = r.typ.won(ctx, c, r, keys, a.owner, out)
 	}
-	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - DriftBudget(r.ttl, c.o.driftFactor)
+	res.validity = r.ttl - c.o.clock.Now().Sub(a.start) - driftBudget(r.ttl, c.o.driftFactor)
 	if res.cause == nil && c.closed.Load() {
 		res.cause = ErrClosed // Close has begun: hand out nothing, undo the round
 	}

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -13,69 +12,51 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// DriftError says which node's clock is out of bounds and by how much. It
-// matches ErrClockDrift. (The estimated error is the field Drift: a field
-// named Error would clash with the method.)
-type DriftError struct {
-	Addr string
-	// Drift is the estimated 1 - clientRate/nodeRate (0.2: the Client's
-	// clock runs 20% slow against the node's; 0 after a jump, until the
-	// rate is estimated again).
-	Drift float64
-	// Budget is the drift factor the Client was configured with.
-	Budget float64
-	// Jump is the size of the clock step the node made (positive:
-	// forward), when a jump is why; else 0.
-	Jump time.Duration
+// Drift is how a Client allows for the nodes' clocks running at other
+// rates than its own (WithDrift). Its zero value is the default: a drift
+// factor of 0.01 and no monitor.
+type Drift struct {
+	// Factor is the share of the TTL set aside for clock drift between
+	// client and nodes (0: 0.01, as in the Redlock reference). It must
+	// cover the largest relative clock-rate error you expect: the lock is
+	// safe while Factor >= 1 - clientRate/nodeRate.
+	Factor float64
+	// Monitor, if not zero, turns on the clock-drift monitor. Every
+	// Monitor on the Client's clock, one goroutine of the Client sends
+	// TIME to every node at once (each call bounded by the node timeout)
+	// and estimates from the answers how fast each node's clock runs
+	// against the Client's (see package drift). A node is out of bounds
+	// once its estimated 1 - clientRate/nodeRate exceeds Factor, or when
+	// its clock jumped, until its rate is estimated within bounds again; a
+	// node whose rate is not yet known counts as within bounds. Each
+	// change is logged (Warn when out, Info when back) and counted
+	// (Client.Stats().Drift). The first TIME goes out Monitor after New;
+	// Close stops the monitor and waits for it. The monitor is not run
+	// over cluster clients (TIME reaches an arbitrary shard).
+	Monitor time.Duration
+	// Exclude makes the monitor discount the vote of a node whose clock
+	// is out of bounds: its yes does not count toward the quorum (it still
+	// receives every command), and a round's
+	// observe.NodeResult.Discounted then matches observe.ErrClockDrift.
+	// Without it the monitor only reports. It needs Monitor.
+	Exclude bool
 }
 
-func (e *DriftError) Error() string {
-	if e.Jump != 0 {
-		return fmt.Sprintf("redlock: node %s clock jumped by %v; its rate is not known again yet", e.Addr, e.Jump)
-	}
-	return fmt.Sprintf("redlock: node %s clock drift %.4f (1 - clientRate/nodeRate) beyond the budget %.4f", e.Addr, e.Drift, e.Budget)
-}
-
-// Is makes a *DriftError match ErrClockDrift.
-func (e *DriftError) Is(target error) bool { return target == ErrClockDrift }
-
-// WithDriftMonitor turns on the clock-drift monitor (default: off). Every
-// `every` on the Client's clock, one goroutine of the Client sends TIME to
-// every node at once (each call bounded by the node timeout) and estimates
-// from the answers how fast each node's clock runs against the Client's
-// (see package drift). A node is out of bounds once its estimated
-// 1 - clientRate/nodeRate exceeds the drift factor (WithDriftFactor), or
-// when its clock jumped, until its rate is estimated within bounds again;
-// a node whose rate is not yet known counts as within bounds. Each change
-// is logged (Warn when out, Info when back) and counted (Client.Stats().Drift).
-//
-// With DriftExclude, an out-of-bounds node's yes does not count toward the
-// quorum (it still receives every command): a round's
-// observe.NodeResult.Discounted then matches ErrClockDrift. Without it the monitor only reports.
-//
-// A zero every is DefaultDriftEvery; a negative one is refused by New. The
-// first TIME goes out `every` after New; Close stops the monitor and waits
-// for it. The monitor is not run over cluster clients (TIME reaches an
-// arbitrary shard).
-func WithDriftMonitor(every time.Duration, modes ...DriftMode) Option {
+// WithDrift sets the drift budget and the drift monitor (see Drift;
+// default: a factor of 0.01, no monitor). A zero field keeps what it set;
+// New refuses a Factor outside [0, 1), a negative Monitor, and Exclude
+// without Monitor.
+func WithDrift(d Drift) Option {
 	return clientOption(func(o *options) {
-		o.driftOn = true
-		o.driftEvery = DefaultDriftEvery
-		set(&o.driftEvery, every)
-		for _, m := range modes {
-			if m == DriftExclude {
-				o.driftExclude = true
-			}
+		set(&o.driftFactor, d.Factor)
+		if d.Monitor != 0 {
+			o.driftOn, o.driftEvery = true, d.Monitor
+		}
+		if d.Exclude {
+			o.driftExclude = true
 		}
 	})
 }
-
-// DriftMode adjusts WithDriftMonitor.
-type DriftMode int
-
-// DriftExclude makes the drift monitor discount the vote of a node whose
-// clock is out of bounds, instead of only reporting it.
-const DriftExclude DriftMode = iota + 1
 
 // driftMon is the drift monitor and, with exclude, the gate of
 // out-of-bounds nodes.
@@ -86,11 +67,11 @@ type driftMon struct {
 	done   chan struct{}
 	mu     sync.Mutex
 	est    []*drift.Estimator
-	out    []*DriftError      // per node: why it is out of bounds; nil when not
-	stats  observe.DriftStats // counters only (Nodes unset)
+	out    []*observe.DriftError // per node: why it is out of bounds; nil when not
+	stats  observe.DriftStats    // counters only (Nodes unset)
 }
 
-// setupDrift makes the monitor (and gate) when WithDriftMonitor is on;
+// setupDrift makes the monitor (and gate) when WithDrift is on;
 // startDrift starts it.
 func (c *Client) setupDrift() {
 	if !c.o.driftOn || c.cluster {
@@ -98,7 +79,7 @@ func (c *Client) setupDrift() {
 	}
 	tol := math.Max(c.o.driftFactor/2, 1e-4)
 	m := &driftMon{c: c, every: c.o.driftEvery, origin: c.o.clock.Now(), done: make(chan struct{}),
-		est: make([]*drift.Estimator, len(c.nodes)), out: make([]*DriftError, len(c.nodes))}
+		est: make([]*drift.Estimator, len(c.nodes)), out: make([]*observe.DriftError, len(c.nodes))}
 	for i := range m.est {
 		m.est[i] = drift.New(drift.Config{Tolerance: tol})
 	}
@@ -186,21 +167,21 @@ func (m *driftMon) feed(i int, s drift.Sample) {
 // judge returns why node i is out of bounds now, or nil. A node out of
 // bounds stays out while its rate is not known (after a jump, or while
 // the bound is too wide). m.mu held.
-func (m *driftMon) judge(i int) *DriftError {
+func (m *driftMon) judge(i int) *observe.DriftError {
 	e, f := m.est[i], m.c.o.driftFactor
 	if e.Jumped() {
-		return &DriftError{Addr: m.c.nodes[i].Addr(), Budget: f, Jump: e.LastJump()}
+		return &observe.DriftError{Addr: m.c.nodes[i].Addr(), Budget: f, Jump: e.LastJump()}
 	}
 	if _, ok := e.Rate(); !ok {
 		return m.out[i]
 	}
 	if d := e.Error(); d > f {
-		return &DriftError{Addr: m.c.nodes[i].Addr(), Drift: d, Budget: f}
+		return &observe.DriftError{Addr: m.c.nodes[i].Addr(), Drift: d, Budget: f}
 	}
 	return nil
 }
 
-func (m *driftMon) logChange(i int, prev, now *DriftError, drift float64) {
+func (m *driftMon) logChange(i int, prev, now *observe.DriftError, drift float64) {
 	lg := m.c.o.logger
 	if lg == nil || (prev == nil) == (now == nil) {
 		return
@@ -230,7 +211,7 @@ func (m *driftMon) discount(i int) error {
 }
 
 // driftStats returns what the drift monitor has seen so far; the zero
-// observe.DriftStats when it is off (see WithDriftMonitor).
+// observe.DriftStats when it is off (see WithDrift).
 func (c *Client) driftStats() observe.DriftStats {
 	m := c.dm
 	if m == nil {

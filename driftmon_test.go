@@ -11,17 +11,18 @@ import (
 
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/drift"
+	"github.com/redlock-go/redlock/observe"
 )
 
-func TestWithDriftMonitorValidation(t *testing.T) {
+func TestWithDriftValidation(t *testing.T) {
 	for _, every := range []time.Duration{-time.Millisecond, -time.Second} {
-		c, err := New(unreachable(3), WithDriftMonitor(every, DriftExclude))
+		c, err := New(unreachable(3), WithDrift(Drift{Monitor: every, Exclude: true}))
 		if err == nil {
 			c.Close()
-			t.Fatalf("WithDriftMonitor(%v) accepted", every)
+			t.Fatalf("WithDrift(Drift{Monitor: %v}) accepted", every)
 		}
 		if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), "drift monitor interval") {
-			t.Errorf("WithDriftMonitor(%v) = %v, want ErrInvalidArgument naming the interval", every, err)
+			t.Errorf("WithDrift(Drift{Monitor: %v}) = %v, want ErrInvalidArgument naming the interval", every, err)
 		}
 	}
 	c, err := New(unreachable(3))
@@ -57,7 +58,7 @@ func (s *syncBuffer) String() string {
 // Close stops it.
 func TestDriftMonitorRunsOnClientClock(t *testing.T) {
 	fake := clock.NewFake(time.Unix(1e9, 0))
-	c, err := New(unreachable(3), WithClock(fake), WithDriftMonitor(time.Second))
+	c, err := New(unreachable(3), WithClock(fake), WithDrift(Drift{Monitor: time.Second}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,13 +91,13 @@ func feedRate(m *driftMon, i, n int, start time.Duration, clientRate float64) ti
 }
 
 // With exclude, a node whose clock runs out of the budget is discounted
-// with a *DriftError, logged and counted once, and counts again (logged)
+// with a *observe.DriftError, logged and counted once, and counts again (logged)
 // once its rate is back within it.
 func TestDriftGate(t *testing.T) {
 	var logs syncBuffer
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour, DriftExclude),
-		WithDriftFactor(0.01), WithLogger(lg))
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDrift(Drift{Factor: 0.01, Monitor: time.Hour, Exclude: true}),
+		WithLogger(lg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,10 +109,10 @@ func TestDriftGate(t *testing.T) {
 		t.Fatalf("nodes within the budget discounted: %v, %v", c.discount(0), c.discount(2))
 	}
 	err = c.discount(1)
-	var de *DriftError
-	if !errors.Is(err, ErrClockDrift) || !errors.As(err, &de) || de.Addr != c.nodes[1].Addr() || de.Budget != 0.01 ||
+	var de *observe.DriftError
+	if !errors.Is(err, observe.ErrClockDrift) || !errors.As(err, &de) || de.Addr != c.nodes[1].Addr() || de.Budget != 0.01 ||
 		de.Drift < 0.19 || de.Drift > 0.21 {
-		t.Fatalf("node 1 running 0.8: discount %v, want a *DriftError of about 0.2", err)
+		t.Fatalf("node 1 running 0.8: discount %v, want a *observe.DriftError of about 0.2", err)
 	}
 	if !c.countsFn(0) || c.countsFn(1) {
 		t.Error("quorum counts do not follow the gate")
@@ -133,7 +134,7 @@ func TestDriftGate(t *testing.T) {
 
 // Without exclude the monitor only reports: no gate.
 func TestDriftMonitorReportOnly(t *testing.T) {
-	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDriftMonitor(time.Hour))
+	c, err := New(unreachable(3), WithClock(clock.NewFake(time.Unix(1e9, 0))), WithDrift(Drift{Monitor: time.Hour}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +143,7 @@ func TestDriftMonitorReportOnly(t *testing.T) {
 	if c.discount(1) != nil || !c.countsFn(1) {
 		t.Error("report-only monitor discounts votes")
 	}
-	if s := c.Stats().Drift; s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, ErrClockDrift) {
+	if s := c.Stats().Drift; s.Flagged != 1 || !errors.Is(s.Nodes[1].Out, observe.ErrClockDrift) {
 		t.Errorf("stats %+v", s)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/node"
-	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -52,62 +51,32 @@ var (
 	ErrReleased = errors.New("redlock: lock released")
 	// ErrInternal: this package caught a bug of its own. The Lock it hit
 	// ended as lost (the error also matches ErrLockLost) and the error
-	// was logged; the process and the Client's other locks go on. See
-	// *PhaseError.
+	// was logged; the process and the Client's other locks go on. Its
+	// message names the Lock's keys, its phase and the event its phase
+	// table does not list.
 	ErrInternal = errors.New("redlock: internal error")
 )
 
-// Per-node reasons: the Err or Discounted of an observe.NodeResult in a
-// QuorumError (Lock.Votes, observe.Event.Nodes, observe.NodeEvent.Err) says
-// why one node's vote did not count. They never come alone from a call: the
-// call's error is a QuorumError matching ErrNotObtained, ErrNotExtended,
-// ErrLockLost or ErrNotHeld.
-var (
-	// ErrPending: the node had not answered when the round was decided
-	// (its call goes on in the background).
-	ErrPending = quorum.ErrPending
-	// ErrNodeSkipped: an acquisition or extension did not send to the
-	// node: its last call timed out, a probe to it was in flight, and the
-	// other nodes could make the quorum. Nothing needs undoing there.
-	ErrNodeSkipped error = &notSentError{msg: "redlock: node skipped: its last call timed out and a probe is in flight",
-		why: "its last call timed out, a probe is in flight"}
-	// ErrNodeQuarantined: the node restarted (or, in strict mode, started)
-	// less than the quarantine window ago and may have lost the keys it
-	// held. See *QuarantineError and WithRestartQuarantine.
-	ErrNodeQuarantined = errors.New("redlock: node quarantined after a restart")
-	// ErrSameServer: the node is the same server (same run_id) as an
-	// earlier node under another address; one server must not cast two
-	// votes. See *SameServerError.
-	ErrSameServer = errors.New("redlock: node is the same server as another node")
-	// ErrClockDrift: the drift monitor found the node's clock outside the
-	// drift budget (1 - clientRate/nodeRate beyond the drift factor), or
-	// it jumped. See *DriftError and WithDriftMonitor.
-	ErrClockDrift = errors.New("redlock: node clock outside the drift budget")
-	// ErrNotDurable: with WithDurableVotes, the node did not confirm its
-	// vote on disk; its error says why: WAITAOF refused, not answered by
-	// the node's deadline, or not fsynced within its timeout.
-	ErrNotDurable = node.ErrNotDurable
-	// ErrFenceNotRaised: a fenced acquisition's lock had already expired
-	// on the node when its fence register was to be raised to the token.
-	ErrFenceNotRaised = errors.New("redlock: fence register not raised: the lock was no longer held on the node")
-)
+// errNodeSkipped is observe.ErrNodeSkipped as a not-sent call's error.
+var errNodeSkipped error = &notSentError{msg: observe.ErrNodeSkipped.Error(),
+	why: "its last call timed out, a probe is in flight", is: observe.ErrNodeSkipped}
 
-// PhaseError is the cause of a Lock ended because an event came in a
+// phaseError is the cause of a Lock ended because an event came in a
 // phase of its life that the package's phase table does not pair with it
 // (a bug of this package). It matches ErrInternal and ErrLockLost.
-type PhaseError struct {
+type phaseError struct {
 	Keys  []string // the Lock's keys
 	Phase string   // the Lock's phase: "held", "extending", "releasing" (each also with "-unsure"), "released", "passed", "lost" or "lost-released"
 	Event string   // the event: "extend", "confirm", "doubt", "skip", "release", "end", "lose" or "pass"
 }
 
-func (e *PhaseError) Error() string {
+func (e *phaseError) Error() string {
 	return fmt.Sprintf("redlock: internal error: lock %s in phase %s has no transition on %s: lock lost",
 		quoteKeys(e.Keys), e.Phase, e.Event)
 }
 
 // Unwrap returns ErrInternal and ErrLockLost.
-func (e *PhaseError) Unwrap() []error { return []error{ErrInternal, ErrLockLost} }
+func (e *phaseError) Unwrap() []error { return []error{ErrInternal, ErrLockLost} }
 
 type maxHoldError struct{}
 
@@ -218,9 +187,9 @@ func tallyNodes(nodes []observe.NodeResult) nodeTally {
 		switch {
 		case n.Vote && n.Discounted != nil:
 			t.discounted++
-		case errors.Is(n.Err, ErrPending) && n.Discounted != nil:
+		case errors.Is(n.Err, observe.ErrPending) && n.Discounted != nil:
 			t.notCounted++
-		case errors.Is(n.Err, ErrPending):
+		case errors.Is(n.Err, observe.ErrPending):
 			t.notAwaited++
 		case notCountedErr(n.Err):
 			t.notCounted++ // not asked: its vote could not count
@@ -270,7 +239,7 @@ func (e *QuorumError) clauses() []clause {
 	at := map[string]int{}
 	for _, n := range e.Nodes {
 		var w string
-		pending := errors.Is(n.Err, ErrPending)
+		pending := errors.Is(n.Err, observe.ErrPending)
 		switch {
 		case pending && n.Discounted != nil:
 			w, pending = nodeWords(n.Discounted), false // not counted in any case: that is what to say

@@ -12,13 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // nodeWords says in a short clause, in the caller's terms, why a node's
 // vote is missing: err is a NodeResult's Err or Discounted. The full error
 // stays in the NodeResult.
 func nodeWords(err error) string {
-	if errors.Is(err, ErrPending) {
+	if errors.Is(err, observe.ErrPending) {
 		return "not waited for (the round was decided)"
 	}
 	if e, ok := asNotSent(err); ok {
@@ -55,10 +56,10 @@ var sentinelWords = [...]struct {
 	err   error
 	words string
 }{
-	{ErrNodeQuarantined, "restarted recently: quarantined"},
-	{ErrSameServer, "same server as another node"},
-	{ErrClockDrift, "clock outside the drift budget"},
-	{ErrFenceNotRaised, "lock expired there before its fence was raised"},
+	{observe.ErrNodeQuarantined, "restarted recently: quarantined"},
+	{observe.ErrSameServer, "same server as another node"},
+	{observe.ErrClockDrift, "clock outside the drift budget"},
+	{observe.ErrFenceNotRaised, "lock expired there before its fence was raised"},
 	{errDiscounted, "vote not counted"},
 }
 
@@ -131,7 +132,7 @@ func unreachableErr(err error) bool {
 // could not count: quarantined, the same server as another node, a clock
 // outside the drift budget.
 func notCountedErr(err error) bool {
-	return errors.Is(err, ErrNodeQuarantined) || errors.Is(err, ErrSameServer) || errors.Is(err, ErrClockDrift)
+	return errors.Is(err, observe.ErrNodeQuarantined) || errors.Is(err, observe.ErrSameServer) || errors.Is(err, observe.ErrClockDrift)
 }
 
 // causeWords says in plain words what ended a failed call: ctx's error,

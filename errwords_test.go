@@ -27,7 +27,7 @@ func mixedNodes(addr func(i int) string) []observe.NodeResult {
 		{Addr: addr(0), Err: refused},
 		{Addr: addr(1), Err: timeout},
 		{Addr: addr(2), Err: register},
-		{Addr: addr(3), Err: ErrPending},
+		{Addr: addr(3), Err: observe.ErrPending},
 		{Addr: addr(4), Vote: true, Latency: 1234 * time.Microsecond},
 	}
 }
@@ -58,7 +58,7 @@ func TestQuorumErrorMessage(t *testing.T) {
 	}
 	var got *QuorumError
 	if err := fmt.Errorf("wrapped: %w", qe); !errors.As(err, &got) || !errors.Is(got.Nodes[0].Err, syscall.ECONNREFUSED) || !got.Nodes[1].Timeout() ||
-		!strings.Contains(got.Nodes[2].Err.Error(), "so the vote would be in no register") || !errors.Is(got.Nodes[3].Err, ErrPending) {
+		!strings.Contains(got.Nodes[2].Err.Error(), "so the vote would be in no register") || !errors.Is(got.Nodes[3].Err, observe.ErrPending) {
 		t.Errorf("the per-node detail is not in the fields: %+v", got)
 	}
 }
@@ -101,13 +101,13 @@ func TestNodeWords(t *testing.T) {
 		err  error
 		want string
 	}{
-		{ErrPending, "not waited for (the round was decided)"},
-		{ErrNodeSkipped, "not asked: its last call timed out, a probe is in flight"},
+		{observe.ErrPending, "not waited for (the round was decided)"},
+		{errNodeSkipped, "not asked: its last call timed out, a probe is in flight"},
 		{errReleasePending, "not asked: our release there was still in flight"},
-		{gated("a:1", "identity learned", "", &QuarantineError{}), "not asked: restarted recently: quarantined"},
+		{gated("a:1", "identity learned", "", &observe.QuarantineError{}), "not asked: restarted recently: quarantined"},
 		{&node.NotDurableError{Timeout: time.Second}, "vote not confirmed on disk (not fsynced within 1s)"},
 		{&node.ProcessError{Want: "a", Got: "b"}, "restarted (another server process answers): not counted yet"},
-		{fmt.Errorf("x: %w", ErrSameServer), "same server as another node"},
+		{fmt.Errorf("x: %w", observe.ErrSameServer), "same server as another node"},
 		{context.Canceled, "canceled"},
 		{errors.New("redlock: " + strings.Repeat("long ", 30)), strings.Repeat("long ", 11) + "lo..."},
 	}

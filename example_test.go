@@ -48,7 +48,6 @@ func ExampleNew() {
 	}
 	c, err := redlock.New(nodes,
 		redlock.WithNodeTimeout(20*time.Millisecond),
-		redlock.WithQuorum(redlock.Majority),
 	)
 	if err != nil {
 		log.Fatal(err)
@@ -177,17 +176,6 @@ func ExampleLock_Done() {
 	}
 }
 
-// An owner value found on a node (redlock inspect) names the Client that
-// wrote it, and so the process whose logs carry that id.
-func ExampleSplitOwner() {
-	client, attempt := redlock.SplitOwner("pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:3q2-7wE9TcS0Xb1mM5yKJA")
-	fmt.Println(client)
-	fmt.Println(attempt)
-	// Output:
-	// pod-7/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f
-	// 3q2-7wE9TcS0Xb1mM5yKJA
-}
-
 // With WithFencing every lock carries a token that grows with each holder;
 // the protected resource refuses writes with a lower token than it has
 // seen, so a holder paused past its deadline cannot overwrite the next
@@ -209,14 +197,6 @@ func ExampleLock_Token() {
 	const q = `UPDATE stock SET qty = qty - 1, fence = $1 WHERE id = $2 AND fence < $1`
 	_ = q
 	fmt.Println("write with token", l.Token())
-}
-
-func ExampleFenceKey() {
-	fmt.Println(redlock.FenceKey("stock:sku-42"))
-	fmt.Println(redlock.FenceKey("{user:7}:cart"))
-	// Output:
-	// {stock:sku-42}:fence
-	// {user:7}:cart:fence
 }
 
 // A reentrant hold entered again by code that runs under it: the ctx
@@ -256,12 +236,4 @@ func ExampleReadLock() {
 	if _, err := c.TryLock(redlock.WithLock(ctx, r), "config", 10*time.Second, redlock.WriteLock()); errors.Is(err, redlock.ErrHeldByCaller) {
 		fmt.Println("a reader cannot upgrade: release, then take the write lock")
 	}
-}
-
-func ExamplePermitKey() {
-	fmt.Println(redlock.PermitKey("settlement", 0))
-	fmt.Println(redlock.PermitKey("settlement", 2))
-	// Output:
-	// {settlement}:permit:0
-	// {settlement}:permit:2
 }

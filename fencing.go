@@ -6,13 +6,14 @@ import (
 
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/spec"
 	"github.com/redlock-go/redlock/observe"
 )
 
 // WithFencing gives every lock of this Client a fencing token (Lock.Token):
 // a number greater than the token of every earlier holder of any of its
 // keys whose acquisition completed, as long as the node clocks do not step
-// back and differ from each other by less than FenceMargin.
+// back and differ from each other by less than admin.FenceMargin.
 // The protected resource records the highest token and the holder that
 // wrote with it, and refuses writes that carry a lower token, or the same
 // token from another holder (package fence, and the SQL pattern there),
@@ -20,7 +21,7 @@ import (
 // holder wrote. Default: off.
 //
 // Each key's token comes from a max-register kept on every node under
-// FenceKey(key). The acquisition script reads and raises it on each node
+// admin.FenceKey(key). The acquisition script reads and raises it on each node
 // that grants the lock, to the node's candidate: one more than the
 // register, and at least the node's clock (TIME) in microseconds. The
 // token is the highest candidate a quorum returned, and it is handed out
@@ -30,11 +31,11 @@ import (
 //
 // Registers expire, so that locks of many distinct keys do not fill the
 // nodes: each write gives the register at least the lock's TTL plus
-// FenceMargin to live, never shortening what it has. A holder that finds
+// admin.FenceMargin to live, never shortening what it has. A holder that finds
 // the register expired still gets a larger token, from the clock floor:
 // the earlier token was at most the highest node clock during the earlier
 // acquisition, which lasted less than its TTL, and the register outlived
-// that by FenceMargin on the node's own clock, more than the clocks
+// that by admin.FenceMargin on the node's own clock, more than the clocks
 // differ. A register lost in a restart without persistence is covered by
 // the floor when more time passed since the earlier acquisition than the
 // node clocks differ (SAFETY.md).
@@ -45,17 +46,11 @@ import (
 func WithFencing() LockOption { return callOption(func(o *callOptions) { o.fencing = true }) }
 
 // fenceTTL is the TTL a fenced acquisition of ttl gives its registers.
-func fenceTTL(ttl time.Duration) time.Duration { return ttl + FenceMargin }
+func fenceTTL(ttl time.Duration) time.Duration { return ttl + fenceMargin }
 
-// FenceKey returns the key of the fence register of lock key k: k with the
-// suffix ":fence", and k in braces when k has no hash tag, so that on a
-// Redis Cluster the register shares k's hash slot. Inspect it with GET.
-func FenceKey(k string) string {
-	if _, ok := node.HashTag(k); ok {
-		return k + ":fence"
-	}
-	return "{" + k + "}:fence"
-}
+// fenceKey is the key of the fence register of lock key k
+// (admin.FenceKey).
+func fenceKey(k string) string { return spec.FenceKey(k) }
 
 // fenced is a plain lock with a fencing token (WithFencing): its script
 // raises the keys' fence registers as it grants, and the token is made
@@ -67,7 +62,7 @@ type fenced struct{ plain }
 // another hash slot.
 func (fenced) check(c *Client, r *request) error {
 	for _, k := range r.keys {
-		if c.cluster && node.Slot(FenceKey(k)) != node.Slot(k) {
+		if c.cluster && node.Slot(fenceKey(k)) != node.Slot(k) {
 			return invalid("key %s: its fence register would be in another cluster hash slot; use a {hash tag}", shortKey(k))
 		}
 	}
@@ -88,7 +83,7 @@ func (fenced) is() traits { return traits{kind: observe.KindPlain, tryFirst: tru
 func fenceKeys(keys []string) []string {
 	f := make([]string, len(keys))
 	for i, k := range keys {
-		f[i] = FenceKey(k)
+		f[i] = fenceKey(k)
 	}
 	return f
 }
@@ -125,7 +120,7 @@ func (c *Client) fence(ctx context.Context, keys []string, ttl time.Duration, ow
 		}
 		ok, err := c.nodes[i].Do(ctx, raise)
 		if err == nil && !ok {
-			err = ErrFenceNotRaised
+			err = observe.ErrFenceNotRaised
 		}
 		return 0, ok, err
 	}).Wait(ctx)

@@ -101,7 +101,7 @@ func (f *foreignState) sharedKey(key string) bool {
 // ownFormat reports whether v is an owner value this library writes
 // (newOwner): an instance id ([name/]UUID), a colon, 22 base64url bytes.
 func ownFormat(v string) bool {
-	client, attempt := SplitOwner(v)
+	client, attempt := splitOwner(v)
 	if len(attempt) != 22 || client == "" {
 		return false
 	}

@@ -20,7 +20,7 @@ import (
 // the nodes, waking the next local waiter (released). The successor itself
 // is made by the Lock (lock.go).
 
-// soloRuns is how many times WithLocalHandoffRun a run may last while no
+// soloRuns is how many times WithLocalHandoff's run a run may last while no
 // other process is seen waiting for the key.
 const soloRuns = 40
 

@@ -44,7 +44,7 @@ func TestRunEnds(t *testing.T) {
 func runClient(t *testing.T) (*Client, *clock.Fake) {
 	t.Helper()
 	fake := clock.NewFake(time.Unix(1e9, 0))
-	c, err := New(unreachable(3), WithClock(fake), WithLocalHandoff(100), WithLocalHandoffRun(10*time.Millisecond),
+	c, err := New(unreachable(3), WithClock(fake), WithLocalHandoff(100, 10*time.Millisecond),
 		WithRestartQuarantine(QuarantineOff))
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestRunAgeSpansPasses(t *testing.T) {
 }
 
 // A race lost after a release notification shows another process: the run
-// then ends after WithLocalHandoffRun; a win starts over.
+// then ends after WithLocalHandoff's run; a win starts over.
 func TestRunEndsAfterLostRace(t *testing.T) {
 	c, fake := runClient(t)
 	c.raced("k", false, false, nil) // on the timer: maybe our own hold
@@ -89,11 +89,11 @@ func TestRunEndsAfterLostRace(t *testing.T) {
 	l := runLock(c)
 	fake.Advance(9 * time.Millisecond)
 	if c.runOver(l) {
-		t.Fatal("run over before WithLocalHandoffRun")
+		t.Fatal("run over before WithLocalHandoff's run")
 	}
 	fake.Advance(time.Millisecond)
 	if !c.runOver(l) {
-		t.Fatal("run goes on past WithLocalHandoffRun with a rival seen")
+		t.Fatal("run goes on past WithLocalHandoff's run with a rival seen")
 	}
 	c.raced("k", true, true, []quorum.Vote{{OK: true}, {OK: true}})
 	if c.rivalSeen("k") {
@@ -101,17 +101,17 @@ func TestRunEndsAfterLostRace(t *testing.T) {
 	}
 }
 
-// Alone, a run goes on past WithLocalHandoffRun and asks a node whether
+// Alone, a run goes on past WithLocalHandoff's run and asks a node whether
 // another process waits; a node that cannot tell (here: none answers)
 // counts as a yes, and the run then ends.
 func TestRunAsksWhenAlone(t *testing.T) {
 	c, fake := runClient(t)
-	tu := c.hub.Enter("k") // a local waiter: this Client subscribes
+	tu := c.hub.EnterWant("k", nil) // a local waiter: this Client subscribes
 	defer tu.Leave()
 	l := runLock(c)
 	fake.Advance(10 * time.Millisecond)
 	if c.runOver(l) {
-		t.Fatal("run over at WithLocalHandoffRun with no rival seen")
+		t.Fatal("run over at WithLocalHandoff's run with no rival seen")
 	}
 	guard := time.Now().Add(time.Minute)
 	for !c.rivalSeen("k") {
@@ -126,7 +126,7 @@ func TestRunAsksWhenAlone(t *testing.T) {
 }
 
 // Alone and not asked again, a run ends at soloRuns times
-// WithLocalHandoffRun, and at WithLocalHandoff passes in any case.
+// WithLocalHandoff's run, and at WithLocalHandoff passes in any case.
 func TestRunSoloAndCountCaps(t *testing.T) {
 	c, fake := runClient(t)
 	l := runLock(c) // no local waiter: nothing is asked

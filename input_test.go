@@ -120,8 +120,8 @@ func TestSplitOwner(t *testing.T) {
 		{"pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f:AAAAAAAAAAAAAAAAAAAAAA", "pod/6f1c2e6a-0d4b-4a57-9e0b-3b1f6c1d2e3f", "AAAAAAAAAAAAAAAAAAAAAA"},
 		{"AAAAAAAAAAAAAAAAAAAAAA", "", "AAAAAAAAAAAAAAAAAAAAAA"},
 	} {
-		if c, a := SplitOwner(tc.v); c != tc.client || a != tc.attempt {
-			t.Errorf("SplitOwner(%q) = %q, %q", tc.v, c, a)
+		if c, a := splitOwner(tc.v); c != tc.client || a != tc.attempt {
+			t.Errorf("splitOwner(%q) = %q, %q", tc.v, c, a)
 		}
 	}
 }
@@ -168,8 +168,8 @@ func TestTLSDialEndsWithCtx(t *testing.T) {
 // TTL, Watchdog), and zero option values keep the defaults while the named
 // constants turn features off.
 func TestZeroMeansDefault(t *testing.T) {
-	c, err := New(unreachable(3), WithNodeTimeout(0), WithDriftFactor(0), WithRetryBackoff(0, 0), WithMaxHold(0),
-		WithWatchdog(0, 0), WithLocalHandoff(0), WithRestartQuarantine(0), WithMaxAttempts(0))
+	c, err := New(unreachable(3), WithNodeTimeout(0), WithDrift(Drift{Factor: 0}), WithRetryBackoff(0, 0), WithMaxHold(0),
+		WithWatchdog(0, 0), WithLocalHandoff(0, 0), WithRestartQuarantine(0), WithMaxAttempts(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestZeroMeansDefault(t *testing.T) {
 			t.Errorf("%s with ttl 0 = %v, want ErrInvalidArgument", name, err)
 		}
 	}
-	off, err := New(unreachable(3), WithLocalHandoff(LocalHandoffOff), WithRestartQuarantine(QuarantineOff), WithoutCoalescing())
+	off, err := New(unreachable(3), WithLocalHandoff(LocalHandoffOff, 0), WithRestartQuarantine(QuarantineOff), WithoutCoalescing())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestZeroMeansDefault(t *testing.T) {
 	if off.q != nil || off.o.localHandoff >= 0 || off.o.coalesce {
 		t.Errorf("off constants not applied: quarantine %v, hand-off %d, coalescing %v", off.q != nil, off.o.localHandoff, off.o.coalesce)
 	}
-	for _, o := range []Option{WithLocalHandoff(-2), WithRestartQuarantine(-2 * time.Second), WithNodeTimeout(-time.Second), WithMaxHold(-time.Second)} {
+	for _, o := range []Option{WithLocalHandoff(-2, 0), WithRestartQuarantine(-2 * time.Second), WithNodeTimeout(-time.Second), WithMaxHold(-time.Second)} {
 		if c, err := New(unreachable(3), o); !errors.Is(err, ErrInvalidArgument) {
 			if c != nil {
 				c.Close()
@@ -229,7 +229,7 @@ func TestNewFromURLsDialsOnce(t *testing.T) {
 	}
 }
 
-// A TTL over MaxTTL, a key over MaxKeyLen and a lease over MaxTTL are
+// A TTL over MaxTTL, a key over maxKeyLen and a lease over MaxTTL are
 // refused before any traffic (the nodes are unreachable: a call that sent
 // would fail with ErrNotObtained instead), and the message stays short.
 func TestBoundsRefusedBeforeTraffic(t *testing.T) {
@@ -239,7 +239,7 @@ func TestBoundsRefusedBeforeTraffic(t *testing.T) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	huge := strings.Repeat("k", 10*MaxKeyLen)
+	huge := strings.Repeat("k", 10*maxKeyLen)
 	cases := []struct {
 		name string
 		call func() error
@@ -247,8 +247,8 @@ func TestBoundsRefusedBeforeTraffic(t *testing.T) {
 	}{
 		{"ttl over MaxTTL", func() error { _, err := c.TryLock(ctx, "k", MaxTTL+time.Millisecond); return err }, "longer than MaxTTL"},
 		{"100 years", func() error { _, err := c.TryLock(ctx, "k", 100*365*24*time.Hour); return err }, "longer than MaxTTL"},
-		{"key over MaxKeyLen", func() error { _, err := c.TryLock(ctx, huge, time.Second); return err }, "at most MaxKeyLen"},
-		{"one long key of many", func() error { _, err := c.TryLockKeys(ctx, []string{"a", huge}, time.Second); return err }, "at most MaxKeyLen"},
+		{"key over maxKeyLen", func() error { _, err := c.TryLock(ctx, huge, time.Second); return err }, "at most 1024 are accepted"},
+		{"one long key of many", func() error { _, err := c.TryLockKeys(ctx, []string{"a", huge}, time.Second); return err }, "at most 1024 are accepted"},
 	}
 	for _, tc := range cases {
 		err := tc.call()
@@ -263,7 +263,7 @@ func TestBoundsRefusedBeforeTraffic(t *testing.T) {
 		t.Errorf("lease over MaxTTL: %v, want ErrInvalidArgument", err)
 	}
 	// At the bounds: accepted (and so sent: the nodes are unreachable).
-	if _, err := c.TryLock(ctx, strings.Repeat("k", MaxKeyLen), MaxTTL); errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.TryLock(ctx, strings.Repeat("k", maxKeyLen), MaxTTL); errors.Is(err, ErrInvalidArgument) {
 		t.Errorf("at the bounds: %v", err)
 	}
 }

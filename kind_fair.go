@@ -12,7 +12,7 @@ import (
 )
 
 // fairRetryMax is a fair waiter's longest wait between attempts.
-const fairRetryMax = FairWaiterTimeout / 10
+const fairRetryMax = fairWaiterTimeout / 10
 
 // Fair makes the call a fair lock: waiters get the key in request order,
 // across processes. A waiter first takes a ticket: the highest of a
@@ -23,11 +23,11 @@ const fairRetryMax = FairWaiterTimeout / 10
 // queues; the held lock is a plain lock (Extend, watchdog, Release as
 // usual) and is never handed to a local waiter, which could have come
 // later than a remote one. A waiter that gives up leaves the queue; one
-// that dies loses its place after FairWaiterTimeout. A Client's waiters of
+// that dies loses its place after admin.FairWaiterTimeout. A Client's waiters of
 // one key queue locally in ticket order and the first keeps the others'
 // places. TryLock with Fair succeeds only when nobody waits. Every caller
 // of the key must use Fair (a plain Lock ignores the queue). One key per
-// call; no fencing. The backoff max is capped at FairWaiterTimeout/10.
+// call; no fencing. The backoff max is capped at admin.FairWaiterTimeout/10.
 func Fair() LockOption { return kindOption(fair{}) }
 
 // fair is a plain lock granted in ticket order (fair_lock.lua): never
@@ -38,7 +38,7 @@ type fair struct{ plain }
 func (fair) is() traits { return traits{kind: observe.KindFair} }
 
 // check caps the backoff, so that a live waiter renews its place well
-// within FairWaiterTimeout.
+// within admin.FairWaiterTimeout.
 func (fair) check(_ *Client, r *request) error {
 	r.o.retryMax = min(r.o.retryMax, fairRetryMax)
 	r.o.retryMin = min(r.o.retryMin, r.o.retryMax)
@@ -136,7 +136,7 @@ func (c *Client) fairEnter(ctx context.Context, r *request, queue string) (*hand
 // ticket takes a ticket from a quorum's registers: the highest, or 0 with
 // the round's outcome.
 func (c *Client) ticket(ctx context.Context, r *request) (int64, quorum.Outcome) {
-	cmd := node.FairTicket(fairKeys(r.keys[0]), 10*FairWaiterTimeout)
+	cmd := node.FairTicket(fairKeys(r.keys[0]), 10*fairWaiterTimeout)
 	out := c.round(ctx, opAcquire, r.ttl, c.need, func(ctx context.Context, i int) (int64, bool, error) {
 		return c.nodes[i].DoValue(ctx, cmd)
 	}).Wait(ctx)
@@ -157,7 +157,7 @@ func (c *Client) ticket(ctx context.Context, r *request) (int64, quorum.Outcome)
 func (c *Client) fairCmd(r *request, owner string) *node.Cmd {
 	k := fairKeys(r.keys[0])
 	if r.waiter.ID == "" { // a single attempt: only if nobody waits
-		return node.FairLock(k, owner, r.ttl, FairWaiterTimeout, nil)
+		return node.FairLock(k, owner, r.ttl, fairWaiterTimeout, nil)
 	}
 	c.fair.mu.Lock()
 	fk := c.fair.keys[r.keys[0]]
@@ -171,7 +171,7 @@ func (c *Client) fairCmd(r *request, owner string) *node.Cmd {
 		}
 	}
 	fk.mu.Unlock()
-	return node.FairLock(k, owner, r.ttl, FairWaiterTimeout, ws)
+	return node.FairLock(k, owner, r.ttl, fairWaiterTimeout, ws)
 }
 
 // fairLeave takes waiter w out of this Client's queue of the key and, in

@@ -3,15 +3,15 @@ package redlock
 import (
 	"context"
 	mrand "math/rand/v2"
-	"strconv"
 
 	"github.com/redlock-go/redlock/internal/node"
+	"github.com/redlock-go/redlock/internal/spec"
 	"github.com/redlock-go/redlock/observe"
 )
 
 // Permits makes the call take one of n permits of a semaphore named by the
 // key: at most n holders at once. Permit i is a plain lock of its own on
-// PermitKey(key, i), with the plain lock's guarantee; an attempt tries the
+// admin.PermitKey(key, i), with the plain lock's guarantee; an attempt tries the
 // permits one round each, starting at a random one. Lock.Key returns the
 // permit's key. Every holder must use the same n: lowering n leaves the
 // holders of permits at or above the new n in (at most old n until they
@@ -20,9 +20,9 @@ import (
 // ErrHeldByCaller: it could only wait for itself. One key per call.
 func Permits(n int) LockOption { return kindOption(semaphore{permits: n}) }
 
-// PermitKey returns the key of permit i of the semaphore key (see
-// Permits): "{key}:permit:i", in the key's hash slot on a cluster.
-func PermitKey(key string, i int) string { return "{" + key + "}:permit:" + strconv.Itoa(i) }
+// permitKey is the key of permit i of the semaphore key
+// (admin.PermitKey).
+func permitKey(key string, i int) string { return spec.PermitKey(key, i) }
 
 // semaphore is n plain locks, one per permit; a release of any permit
 // wakes the semaphore's waiters.
@@ -59,7 +59,7 @@ func (s semaphore) attempt(ctx context.Context, c *Client, r *request, n int) (r
 	var res result
 	for j := 0; j < s.permits; j++ {
 		var err error
-		key := PermitKey(r.keys[0], (from+j)%s.permits)
+		key := permitKey(r.keys[0], (from+j)%s.permits)
 		if res, err = c.attemptKeys(ctx, r, []string{key}, n); err != nil || res.lock != nil || res.cause != nil {
 			return res, err
 		}

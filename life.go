@@ -39,12 +39,12 @@ func (l *Lock) move(e lockstate.Event, cause error) bool {
 	return true
 }
 
-// fault loses l with a *PhaseError naming its phase and event e, which
+// fault loses l with a *phaseError naming its phase and event e, which
 // the phase table does not pair, and reports the loss, logged at error
 // level, on another goroutine (l.mu is held here). If l had ended, the
 // log alone says so. l.mu must be held.
 func (l *Lock) fault(e lockstate.Event) {
-	err := &PhaseError{Keys: l.keys, Phase: l.life.phase.String(), Event: e.String()}
+	err := &phaseError{Keys: l.keys, Phase: l.life.phase.String(), Event: e.String()}
 	o := l.lostEvent(err)
 	if p, ok := lockstate.Next(l.life.phase, lockstate.Lose); ok { // the table's own row, whatever a test wraps
 		l.enter(p, err)
@@ -66,7 +66,7 @@ func (l *Lock) enter(p lockstate.Phase, cause error) {
 
 // lose loses l with cause, once. l.mu must be held. It reports whether
 // this call ended the Lock with cause: false if it had ended, or if the
-// table refused (l then was lost with a *PhaseError, reported by fault).
+// table refused (l then was lost with a *phaseError, reported by fault).
 func (l *Lock) lose(cause error) bool {
 	return !l.life.over() && l.move(lockstate.Lose, cause)
 }

@@ -115,7 +115,7 @@ func (m *lockMore) queued() int {
 
 func (c *Client) newLock(r *request, keys []string, a *attempt, out quorum.Outcome) *Lock {
 	l := &Lock{c: c, keys: keys, owner: a.owner, token: a.token, won: c.watch(a), acquired: a.start,
-		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - DriftBudget(r.ttl, c.o.driftFactor)),
+		maxHold: r.o.maxHold, ttl: r.ttl, deadline: a.start.Add(r.ttl - driftBudget(r.ttl, c.o.driftFactor)),
 		typ: r.typ, name: r.keys[0], hold: r.hold}
 	if l.hold == "" {
 		l.hold = a.owner
@@ -198,7 +198,7 @@ func (l *Lock) Keys() []string {
 }
 
 // Owner returns the owner value stored on the nodes: the Client's ID, a
-// colon and the attempt's 128 random bits (see SplitOwner).
+// colon and the attempt's 128 random bits (see admin.SplitOwner).
 func (l *Lock) Owner() string {
 	if l == nil {
 		return ""
@@ -563,7 +563,7 @@ func (l *Lock) startLocked(ctx context.Context, begin, start time.Time, ttl time
 		}
 	}
 	if err == nil {
-		if d := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor)); d.Before(l.deadline) {
+		if d := start.Add(ttl - driftBudget(ttl, c.o.driftFactor)); d.Before(l.deadline) {
 			l.deadline = d
 			l.armExpiryIfSet()
 		}
@@ -634,7 +634,7 @@ func (l *Lock) passTurn(v lockstate.Event) {
 func (l *Lock) settle(ctx context.Context, o op, begin, start time.Time, ttl time.Duration, out quorum.Outcome) ([]outcome, error) {
 	c := l.c
 	now := c.o.clock.Now()
-	newDeadline := start.Add(ttl - DriftBudget(ttl, c.o.driftFactor))
+	newDeadline := start.Add(ttl - driftBudget(ttl, c.o.driftFactor))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	verdict := lockstate.Doubt
@@ -777,7 +777,7 @@ func (l *Lock) startPassed(maxHold time.Duration) time.Duration {
 // a lease, one interval after it. l.mu must be held.
 func (l *Lock) renewBefore() {
 	c := l.c
-	validity := c.o.lease - DriftBudget(c.o.lease, c.o.driftFactor)
+	validity := c.o.lease - driftBudget(c.o.lease, c.o.driftFactor)
 	next := l.deadline.Add(-(validity - c.o.renewEvery)).Sub(c.o.clock.Now())
 	if l.retry == nil && c.o.renewEvery-l.renewer.sinceTick(c) > next {
 		l.retry = clock.AfterFunc(c.o.clock, max(next, 0), l.onRetry) // the next tick would come later

@@ -380,7 +380,7 @@ func walkLosses(t *testing.T, w *phaseWalk, ttl time.Duration) {
 }
 
 // A transition the table does not list (a bug) ends that Lock as lost
-// with a *PhaseError naming the phase and the event, logged at error
+// with a *phaseError naming the phase and the event, logged at error
 // level and reported, instead of panicking: also on a timer goroutine,
 // where a panic would end the process. The Client's other Locks go on.
 func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
@@ -402,7 +402,7 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	w.fc.Advance(ttl)
 	waitClosed(t, done, "Done after an off-table end on the timer")
 	w.broken.Store(nil)
-	wantPhaseError(t, l.Err(), "held", "lose")
+	wantphaseError(t, l.Err(), "held", "lose")
 	w.want(l, lockstate.Lost, "an off-table loss")
 	wantLostEvent(t, lost, l)
 
@@ -413,8 +413,8 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	l.to(lockstate.Pass)
 	l.mu.Unlock()
 	waitClosed(t, done, "Done after held -pass->")
-	wantPhaseError(t, l.Err(), "held", "pass")
-	wantPhaseError(t, context.Cause(l.Context()), "held", "pass")
+	wantphaseError(t, l.Err(), "held", "pass")
+	wantphaseError(t, context.Cause(l.Context()), "held", "pass")
 	w.want(l, lockstate.Lost, "held -pass->")
 	wantLostEvent(t, lost, l)
 	if r := w.release(l, false); !errors.Is(r.lost, ErrInternal) {
@@ -429,7 +429,7 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	l.mu.Lock()
 	l.to(lockstate.Extend)
 	l.mu.Unlock()
-	wantPhaseError(t, l.Err(), "held", "pass")
+	wantphaseError(t, l.Err(), "held", "pass")
 	for !strings.Contains(log.String(), "in phase lost-released has no transition on extend") {
 		time.Sleep(time.Millisecond)
 	}
@@ -460,11 +460,11 @@ func TestLockPhaseOffTableEndsTheLock(t *testing.T) {
 	}
 }
 
-func wantPhaseError(t *testing.T, err error, phase, event string) {
+func wantphaseError(t *testing.T, err error, phase, event string) {
 	t.Helper()
-	var pe *PhaseError
+	var pe *phaseError
 	if !errors.As(err, &pe) || pe.Phase != phase || pe.Event != event || !errors.Is(err, ErrInternal) || !errors.Is(err, ErrLockLost) {
-		t.Fatalf("error %v: want a *PhaseError for %s on %s, matching ErrInternal and ErrLockLost", err, phase, event)
+		t.Fatalf("error %v: want a *phaseError for %s on %s, matching ErrInternal and ErrLockLost", err, phase, event)
 	}
 	if msg := err.Error(); !strings.HasPrefix(msg, "redlock: ") || !strings.Contains(msg, phase) || !strings.Contains(msg, event) {
 		t.Fatalf("message %q does not name the phase and the event", msg)

@@ -15,6 +15,7 @@ type notSentError struct {
 	msg   string
 	why   string // msg in the caller's words, for a QuorumError's clause
 	err   error  // the cause, or nil
+	is    error  // the sentinel it matches (errors.Is), or nil
 	asked bool
 }
 
@@ -26,6 +27,8 @@ func (e *notSentError) Error() string {
 }
 
 func (e *notSentError) Unwrap() error { return e.err }
+
+func (e *notSentError) Is(target error) bool { return e.is != nil && target == e.is }
 
 var (
 	// errNotSent marks a node call that was skipped because nothing of

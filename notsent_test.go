@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Every call that sent no command is recognized by notSent; only those
@@ -19,7 +20,7 @@ func TestNotSentErrors(t *testing.T) {
 		notSent, untouched bool
 	}{
 		{errNotSent, true, true},
-		{ErrNodeSkipped, true, true},
+		{errNodeSkipped, true, true},
 		{errReleasePending, true, true},
 		{fmt.Errorf("wrapped: %w", errNotSent), true, true},
 		{g, true, false},
@@ -35,8 +36,8 @@ func TestNotSentErrors(t *testing.T) {
 	if !errors.Is(g, context.DeadlineExceeded) || g.Error() != "redlock: not sent to node a:1: identity (INFO) not learned within the node deadline: context deadline exceeded" {
 		t.Errorf("gated error %q lost its cause or message", g)
 	}
-	if !errors.Is(ErrNodeSkipped, ErrNodeSkipped) || errors.Is(errNotSent, ErrNodeSkipped) {
-		t.Error("ErrNodeSkipped must match itself only")
+	if !errors.Is(errNodeSkipped, observe.ErrNodeSkipped) || errors.Is(errNotSent, observe.ErrNodeSkipped) {
+		t.Error("errNodeSkipped must match observe.ErrNodeSkipped only")
 	}
 	c, err := New(unreachable(3))
 	if err != nil {

@@ -212,7 +212,7 @@ func (c *Client) observeNode(ctx context.Context, o op, i int, v quorum.Vote) {
 // shortOwner is the first 8 characters of an owner value's random part,
 // enough to tell attempts apart in logs ("" before any attempt).
 func shortOwner(v string) string {
-	_, a := SplitOwner(v)
+	_, a := splitOwner(v)
 	if len(a) > 8 {
 		a = a[:8]
 	}

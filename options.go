@@ -8,91 +8,62 @@ import (
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/internal/lockstate"
 	"github.com/redlock-go/redlock/internal/quorum"
+	"github.com/redlock-go/redlock/internal/spec"
 	"github.com/redlock-go/redlock/observe"
 )
 
-// Defaults of the Client options, all in one place. A zero value given to
-// an option keeps its default.
+// Defaults of the Client options, all in one place (each option's doc
+// says its default). A zero value given to an option keeps its default.
 const (
-	DefaultNodeTimeout = 50 * time.Millisecond // WithNodeTimeout
-	DefaultDriftFactor = 0.01                  // WithDriftFactor
-	DefaultRetryMin    = 2 * time.Millisecond  // WithRetryBackoff
-	DefaultRetryMax    = 100 * time.Millisecond
-	DefaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
-	// DefaultLocalHandoff is how many times in a row a lock may pass
+	defaultNodeTimeout = spec.DefaultNodeTimeout // WithNodeTimeout
+	defaultDriftFactor = spec.DefaultDriftFactor // WithDrift
+	defaultRetryMin    = 2 * time.Millisecond    // WithRetryBackoff
+	defaultRetryMax    = 100 * time.Millisecond
+	defaultLease       = 30 * time.Second // WithWatchdog; renewed every lease/3
+	// defaultLocalHandoff is how many times in a row a lock may pass
 	// between waiters of one Client before it is released on the nodes
 	// (WithLocalHandoff).
-	DefaultLocalHandoff = 256
-	// DefaultLocalHandoffRun is how long a run of passes may last while
-	// another process waits for the key (WithLocalHandoffRun).
-	DefaultLocalHandoffRun = 5 * time.Millisecond
-	// DefaultQuarantineWindow is the restart quarantine's deployment
+	defaultLocalHandoff = 256
+	// defaultLocalHandoffRun is how long a run of passes may last while
+	// another process waits for the key (WithLocalHandoff's run).
+	defaultLocalHandoffRun = 5 * time.Millisecond
+	// defaultQuarantineWindow is the restart quarantine's deployment
 	// setting (WithRestartQuarantine): the default lease and half of it
 	// again as margin.
-	DefaultQuarantineWindow = DefaultLease + DefaultLease/2
-	// DefaultDriftEvery is how often the drift monitor samples the node
-	// clocks (WithDriftMonitor with a zero interval).
-	DefaultDriftEvery = time.Second
+	defaultQuarantineWindow = defaultLease + defaultLease/2
 )
 
-// Quorum says how many nodes must agree. The zero value is Majority.
-type Quorum struct{ k int } // k: 0 majority, -1 all, >0 at least k
+// quorumSize is WithQuorum's k: 0 a majority, AllNodes every node, else
+// at least k.
+type quorumSize int
 
-var (
-	// Majority is the Redlock quorum: N/2+1 of N nodes.
-	Majority = Quorum{}
-	// AllNodes requires every node (MultiLock semantics): any node down
-	// makes the lock unavailable.
-	AllNodes = Quorum{k: -1}
-)
-
-// AtLeast requires k of the N nodes. New refuses k <= N/2 (two holders could
-// coexist) and k > N.
-func AtLeast(k int) Quorum {
-	if k <= 0 {
-		return Quorum{k: math.MinInt32} // refused by New
-	}
-	return Quorum{k: k}
-}
-
-func (q Quorum) need(n int) int {
+func (q quorumSize) need(n int) int {
 	switch {
-	case q.k == 0:
+	case q == 0:
 		return n/2 + 1
-	case q.k == -1:
+	case q == AllNodes:
 		return n
 	}
-	return q.k
+	return int(q)
 }
 
-// Limits of what a Client accepts and keeps.
+// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
+// ones are refused with ErrInvalidArgument before any traffic, as are keys
+// longer than 1024 bytes. A node that restarts empty is kept out of
+// quorums for as long as a lock it held may still be alive, so one lock of
+// a year would cost every restart a year; work of unknown length holds its
+// lock with Watchdog instead.
+const MaxTTL = 24 * time.Hour
+
+// maxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
+// are refused with ErrInvalidArgument before any traffic. Error messages
+// and logs show at most the first 64 bytes of a key.
+const maxKeyLen = 1024
+
+// Limits of what a Client keeps, shown to operators by package admin.
 const (
-	// MaxTTL is the longest TTL (and watchdog lease) a Client accepts; longer
-	// ones are refused with ErrInvalidArgument before any traffic. A node that
-	// restarts empty is kept out of quorums for as long as a lock it held may
-	// still be alive, so one lock of a year would cost every restart a year;
-	// work of unknown length holds its lock with Watchdog instead.
-	MaxTTL = 24 * time.Hour
-	// MaxKeyLen is the longest key, in bytes, a lock call accepts; longer ones
-	// are refused with ErrInvalidArgument before any traffic. Error messages
-	// and logs show at most the first 64 bytes of a key.
-	MaxKeyLen = 1024
-	// FairWaiterTimeout is how long a fair lock's waiter keeps its place in
-	// the queue without trying: a waiter whose process died is dropped after
-	// it, so it delays the next waiter by at most FairWaiterTimeout plus one
-	// retry of that waiter. A fair waiter retries at least every
-	// FairWaiterTimeout/10 whatever WithRetryBackoff says (its backoff max is
-	// capped there), so a live waiter keeps its place with ten tries to
-	// spare. Redisson's fair lock uses 5 s in its docs and 5 min in its code;
-	// 3 s bounds the stall a dead waiter causes to about one typical critical
-	// section while leaving a loaded process time to come back.
-	FairWaiterTimeout = 3 * time.Second
-	// FenceMargin is how much longer than the lock's TTL a fence register
-	// lives after each write (WithFencing), and so the bound on how much node
-	// clocks may differ from each other for tokens to keep increasing once
-	// registers expired. `redlock doctor` warns when node clocks differ by
-	// more than half of it or step back.
-	FenceMargin = time.Hour
+	fairWaiterTimeout = spec.FairWaiterTimeout // admin.FairWaiterTimeout
+	fenceMargin       = spec.FenceMargin       // admin.FenceMargin
 )
 
 // Special values of a TTL and of options, where a negative number
@@ -117,17 +88,20 @@ const (
 	// LocalHandoffOff, passed to WithLocalHandoff, turns local hand-off off:
 	// every Release deletes the lock on the nodes.
 	LocalHandoffOff = -1
+	// AllNodes, passed to WithQuorum, requires every node (MultiLock
+	// semantics): any node down makes the lock unavailable.
+	AllNodes = -1
 )
 
 type options struct {
 	callOptions  // what a call may set over the Client's
-	quorum       Quorum
+	quorum       quorumSize
 	nodeTimeout  time.Duration
 	driftFactor  float64
 	minValidity  time.Duration
 	lease        time.Duration
 	localHandoff int
-	localRun     time.Duration // WithLocalHandoffRun
+	localRun     time.Duration // WithLocalHandoff's run
 	renewEvery   time.Duration
 	name         string
 	logger       *slog.Logger
@@ -137,7 +111,7 @@ type options struct {
 	qWindow      time.Duration // WithRestartQuarantine: the deployment's longest lock; 0 off
 	qFresh       bool
 	qFloor       bool          // WithRestartQuarantine(..., QuarantineSettingFloor)
-	driftEvery   time.Duration // WithDriftMonitor
+	driftEvery   time.Duration // WithDrift: Drift.Monitor
 	driftOn      bool
 	driftExclude bool
 	coalesce     bool // WithoutCoalescing
@@ -150,14 +124,14 @@ type options struct {
 
 func defaults() options {
 	return options{
-		callOptions:  callOptions{retryMin: DefaultRetryMin, retryMax: DefaultRetryMax},
-		nodeTimeout:  DefaultNodeTimeout,
-		driftFactor:  DefaultDriftFactor,
-		lease:        DefaultLease,
-		qWindow:      DefaultQuarantineWindow,
-		localHandoff: DefaultLocalHandoff,
-		localRun:     DefaultLocalHandoffRun,
-		renewEvery:   DefaultLease / 3,
+		callOptions:  callOptions{retryMin: defaultRetryMin, retryMax: defaultRetryMax},
+		nodeTimeout:  defaultNodeTimeout,
+		driftFactor:  defaultDriftFactor,
+		lease:        defaultLease,
+		qWindow:      defaultQuarantineWindow,
+		localHandoff: defaultLocalHandoff,
+		localRun:     defaultLocalHandoffRun,
+		renewEvery:   defaultLease / 3,
 		clock:        clock.Real(),
 		coalesce:     true,
 	}
@@ -165,8 +139,8 @@ func defaults() options {
 
 // Option configures a Client (New, NewFromURLs). Every option follows one
 // rule: a zero value means the default; a negative value is refused by New,
-// except the named constants (QuarantineOff, LocalHandoffOff, Watchdog as a
-// TTL).
+// except the named constants (QuarantineOff, LocalHandoffOff, AllNodes,
+// Watchdog as a TTL).
 type Option interface{ apply(*options) }
 
 // LockOption is an Option that may also be given to one call (Lock,
@@ -219,9 +193,11 @@ func (o *callOptions) validate() error {
 	return nil
 }
 
-// WithQuorum sets how many nodes must agree: Majority (default), AllNodes or
-// AtLeast(k).
-func WithQuorum(q Quorum) Option { return clientOption(func(o *options) { o.quorum = q }) }
+// WithQuorum sets how many of the N nodes must agree: k of them, or every
+// one with AllNodes. The default, 0, is the Redlock quorum: a majority,
+// N/2+1. New refuses k <= N/2 (two holders could coexist), k > N, and a
+// negative k other than AllNodes.
+func WithQuorum(k int) Option { return clientOption(func(o *options) { o.quorum = quorumSize(k) }) }
 
 // WithNodeTimeout bounds every call to one node (default 50ms). It is the
 // longest a dead or frozen node can delay a round that needs it; keep it
@@ -236,14 +212,6 @@ func set[T comparable](p *T, v T) {
 	if v != zero {
 		*p = v
 	}
-}
-
-// WithDriftFactor sets the share of the TTL set aside for clock drift
-// between client and nodes (default 0.01, as in the Redlock reference). It
-// must cover the largest relative clock-rate error you expect: the lock is
-// safe while factor >= 1 - clientRate/nodeRate.
-func WithDriftFactor(f float64) Option {
-	return clientOption(func(o *options) { set(&o.driftFactor, f) })
 }
 
 // WithMinValidity refuses to return a lock with less validity left than d
@@ -290,37 +258,38 @@ func WithWatchdog(lease, every time.Duration) Option {
 	})
 }
 
-// WithLocalHandoff sets how many times in a row a lock may pass directly
-// from a Release to the next waiting Lock call of this Client for the same
-// key, with no round trip to the nodes (default 256; WithLocalHandoffRun
-// bounds such a run in time too). The lock stays held on the quorum under
-// the same owner value and deadline; only the holder inside this process
-// changes, in the order the Lock calls queued. After n passes it is
-// released on the nodes, and this Client's waiters wait for the nodes'
-// release notification like other processes' waiters, so that they get
-// their turn. LocalHandoffOff turns passing off. Only single-key locks
+// WithLocalHandoff sets the local hand-off: how many times in a row (n,
+// default 256) and for how long (run, default 5 ms) a lock may pass
+// directly from a Release to the next waiting Lock call of this Client for
+// the same key, with no round trip to the nodes. A zero keeps a default;
+// LocalHandoffOff as n turns passing off.
+//
+// The lock stays held on the quorum under the same owner value and
+// deadline; only the holder inside this process changes, in the order the
+// Lock calls queued. After n passes it is released on the nodes, and this
+// Client's waiters wait for the nodes' release notification like other
+// processes' waiters, so that they get their turn. Only single-key locks
 // taken with Lock are passed, and a fixed-TTL lock only with at least
 // half the waiter's TTL left.
-func WithLocalHandoff(n int) Option {
-	return clientOption(func(o *options) { set(&o.localHandoff, n) })
-}
-
-// WithLocalHandoffRun bounds in time a run of local passes (see
-// WithLocalHandoff), from the lock's acquisition on the nodes to the
-// Release that would pass it on (default 5 ms). While another process is
+//
+// run bounds a run of passes in time, from the lock's acquisition on the
+// nodes to the Release that would pass it on. While another process is
 // seen waiting for the key since this Client took it (its head lost a
 // race for it after a release, or a node counts another subscriber to the
-// key's release channel), the run ends after d, so that processes take
-// turns; while none is seen, it may go on for 40 times d (200 ms by
-// default), and from d on this Client asks a node, at most once every d
-// and in the background, whether another process waits (PUBSUB NUMSUB;
-// an error, e.g. a user without that command, counts as a yes); so does
-// a LockKeys call of this Client waiting for the key. Waiters that cannot
-// subscribe (cluster nodes, a user without the channel permission) are
-// not seen: they poll, and a poll finds the key free only between two
-// runs. A zero keeps the default.
-func WithLocalHandoffRun(d time.Duration) Option {
-	return clientOption(func(o *options) { set(&o.localRun, d) })
+// key's release channel), the run ends after run, so that processes take
+// turns; while none is seen, it may go on for 40 times run (200 ms by
+// default), and from run on this Client asks a node, at most once every
+// run and in the background, whether another process waits (PUBSUB
+// NUMSUB; an error, e.g. a user without that command, counts as a yes);
+// so does a LockKeys call of this Client waiting for the key. Waiters that
+// cannot subscribe (cluster nodes, a user without the channel permission)
+// are not seen: they poll, and a poll finds the key free only between two
+// runs.
+func WithLocalHandoff(n int, run time.Duration) Option {
+	return clientOption(func(o *options) {
+		set(&o.localHandoff, n)
+		set(&o.localRun, run)
+	})
 }
 
 // WithName sets a name for this Client (default none), for example the
@@ -362,7 +331,7 @@ func WithObserver(fn func(observe.Event)) Option {
 // not wait for slow nodes), on the goroutine that made the node call; fn
 // must be fast and safe for concurrent use. It shows per-node latency,
 // errors and timeouts, which observe.Event.Nodes cannot (there a slow node is only
-// ErrPending). Each WithNodeObserver adds one observer.
+// observe.ErrPending). Each WithNodeObserver adds one observer.
 func WithNodeObserver(fn func(observe.NodeEvent)) Option {
 	return clientOption(func(o *options) { o.nodeObs = append(o.nodeObs, fn) })
 }
@@ -389,11 +358,13 @@ func (o *options) validate(n int) error {
 		return invalid("restart quarantine window %v must not be negative (QuarantineOff turns it off)", o.qWindow)
 	case o.driftOn && o.driftEvery < 0:
 		return invalid("drift monitor interval %v must not be negative", o.driftEvery)
+	case o.driftExclude && !o.driftOn:
+		return invalid("drift Exclude needs a Monitor interval")
 	case o.clock == nil:
 		return invalid("nil clock")
 	case o.lease > MaxTTL:
 		return invalid("watchdog lease %v is longer than MaxTTL (%v)", o.lease, MaxTTL)
-	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-DriftBudget(o.lease, o.driftFactor):
+	case o.lease < time.Millisecond || o.renewEvery <= 0 || o.renewEvery >= o.lease-driftBudget(o.lease, o.driftFactor):
 		return invalid("watchdog lease %v renewed every %v: need a lease of at least 1ms and 0 < interval < its validity", o.lease, o.renewEvery)
 	}
 	if err := checkName(o.name); err != nil {
@@ -409,8 +380,8 @@ func (o *options) validate(n int) error {
 			return invalid("nil node observer")
 		}
 	}
-	if o.quorum.k < -1 {
-		return invalid("quorum AtLeast(k) needs k >= 1")
+	if o.quorum < AllNodes {
+		return invalid("quorum %d: k must be at least 1, 0 (a majority) or AllNodes", o.quorum)
 	}
 	if err := quorum.Check(n, o.quorum.need(n)); err != nil {
 		return invalid("%v", err)
@@ -427,7 +398,7 @@ func (o *options) validate(n int) error {
 // its append-only file in time. A yes it does not confirm (an
 // fsync slower than the node timeout, appendonly off, a server without
 // WAITAOF: Redis before 7.2, Valkey before 8.0) does not count: the node's
-// error in the QuorumError matches ErrNotDurable and says why, and what
+// error in the QuorumError matches observe.ErrNotDurable and says why, and what
 // the command wrote there is undone like any vote of unknown outcome.
 // Nothing falls back silently to votes that are not durable. Every node
 // must be a standalone or Sentinel-failover *redis.Client: New refuses a

@@ -1,10 +1,10 @@
 package redlock
 
 import (
-	"strings"
 	"unicode"
 
 	"github.com/google/uuid"
+	"github.com/redlock-go/redlock/internal/spec"
 )
 
 // maxNameLen bounds WithName: the name is stored in every owner value.
@@ -34,14 +34,7 @@ func checkName(name string) error {
 	return nil
 }
 
-// SplitOwner splits an owner value found on a node into the instance id of
-// the Client that wrote it (Client.ID) and the attempt's random part. A
-// value without an instance id (written by an older version, or not by
-// this library) yields an empty client.
-func SplitOwner(v string) (client, attempt string) {
-	i := strings.LastIndexByte(v, ':')
-	if i < 0 {
-		return "", v
-	}
-	return v[:i], v[i+1:]
-}
+// splitOwner splits an owner value found on a node into the instance id
+// of the Client that wrote it and the attempt's random part
+// (admin.SplitOwner).
+func splitOwner(v string) (client, attempt string) { return spec.SplitOwner(v) }

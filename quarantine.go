@@ -19,40 +19,6 @@ import (
 	"github.com/redlock-go/redlock/observe"
 )
 
-// QuarantineError says which node is quarantined, why, until when (on
-// the Client's clock) and which bound set the window. It matches
-// ErrNodeQuarantined.
-type QuarantineError struct {
-	Addr   string
-	Until  time.Time
-	Reason string // "restart observed", "started after this Client", "fresh start", ...
-	Bound  string // observe.BoundRegister, BoundOwnTTL or BoundSetting; "" while the registers are read
-}
-
-func (e *QuarantineError) Error() string {
-	s := fmt.Sprintf("redlock: node %s quarantined (%s) until %s", e.Addr, e.Reason, e.Until.Format(time.RFC3339Nano))
-	if e.Bound != "" {
-		s += " (window set by the " + e.Bound + ")"
-	}
-	return s
-}
-
-// Is makes a *QuarantineError match ErrNodeQuarantined.
-func (e *QuarantineError) Is(target error) bool { return target == ErrNodeQuarantined }
-
-// SameServerError names the two addresses of one server. It matches
-// ErrSameServer.
-type SameServerError struct {
-	Addr, Other, RunID string
-}
-
-func (e *SameServerError) Error() string {
-	return fmt.Sprintf("redlock: node %s is the same server as node %s (run_id %s): its vote does not count", e.Addr, e.Other, e.RunID)
-}
-
-// Is makes a *SameServerError match ErrSameServer.
-func (e *SameServerError) Is(target error) bool { return target == ErrSameServer }
-
 // quarantine is the gate that discounts nodes that may have lost locks (a
 // new process, evicted keys: the rules of internal/trust) until no lock
 // they may have lost can still be held, and second addresses of one
@@ -174,7 +140,7 @@ func (q *quarantine) discount(i int) error {
 		for j := 0; j < i; j++ {
 			if q.nodes[j].Proc.RunID == r {
 				q.mu.Unlock()
-				return &SameServerError{Addr: q.addrs[i], Other: q.addrs[j], RunID: r}
+				return &observe.SameServerError{Addr: q.addrs[i], Other: q.addrs[j], RunID: r}
 			}
 		}
 	}
@@ -184,13 +150,13 @@ func (q *quarantine) discount(i int) error {
 		if u.Before(now) {
 			u = now
 		}
-		err := &QuarantineError{Addr: q.addrs[i], Until: u, Reason: n.Reason + "; the other nodes' TTL registers not read yet"}
+		err := &observe.QuarantineError{Addr: q.addrs[i], Until: u, Reason: n.Reason + "; the other nodes' TTL registers not read yet"}
 		q.mu.Unlock()
 		return err
 	}
 	ok, ended := n.Counts(now)
 	if !ok {
-		err := &QuarantineError{Addr: q.addrs[i], Until: n.Until, Reason: n.Reason, Bound: n.Bound}
+		err := &observe.QuarantineError{Addr: q.addrs[i], Until: n.Until, Reason: n.Reason, Bound: n.Bound}
 		q.mu.Unlock()
 		return err
 	}
@@ -248,8 +214,9 @@ const (
 	QuarantineSettingFloor
 )
 
-// WithRestartQuarantine sets the restart quarantine (default: on, with
-// DefaultQuarantineWindow). A node that restarted (its run_id changed), or
+// WithRestartQuarantine sets the restart quarantine (default: on, with a
+// 45 s window: the default 30 s lease and half of it again). A node that
+// restarted (its run_id changed), or
 // that this Client first meets and that started after the Client was
 // created, does not count toward the quorum until no lock it may have lost
 // can still be held. Every Client publishes, in each node's TTL register
@@ -294,7 +261,7 @@ type identities struct {
 	gen     []atomic.Uint64                 // dials per node (dialHook)
 	learned []atomic.Uint64                 // gen+1 when the identity was last learned; 0 never
 	maxTTL  atomic.Int64                    // longest TTL used: part of the fallback window
-	alias   []atomic.Bool                   // ErrSameServer logged once per node
+	alias   []atomic.Bool                   // observe.ErrSameServer logged once per node
 	reading []atomic.Pointer[chan struct{}] // per node: closed when the identity read under way ends (learnAsync)
 	failed  []atomic.Pointer[error]         // per node: the last identity read's error; nil after a success
 	stale   []func(string)                  // per node: marks it stale (node.Bind's watcher: the guard found another process)
@@ -359,7 +326,7 @@ func (c *Client) identify(ctx context.Context, i int) error {
 	// (by INFO itself or by another call) may reach a server restarted
 	// since, so it leaves the node stale, to be identified again.
 	c.ids.learned[i].Store(g + 1)
-	var se *SameServerError
+	var se *observe.SameServerError
 	if err := c.q.discount(i); errors.As(err, &se) && !c.ids.alias[i].Swap(true) {
 		c.q.mu.Lock()
 		c.q.stats.Aliases++
@@ -610,7 +577,7 @@ func (c *Client) checkYes(ctx context.Context, i int, g uint64, ok bool, err err
 		return ok, err
 	}
 	if c.ids.learned[i].Load() == 0 { // never judged: its command went unguarded
-		return false, &discountedYes{&QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "identity unknown"}}
+		return false, &discountedYes{&observe.QuarantineError{Addr: c.nodes[i].Addr(), Until: c.o.clock.Now(), Reason: "identity unknown"}}
 	}
 	if derr := c.discount(i); derr != nil {
 		return false, &discountedYes{derr}
@@ -725,7 +692,7 @@ func (c *Client) quarantinedPending(out quorum.Outcome) int {
 	}
 	n := 0
 	for i, v := range out.Votes {
-		var qe *QuarantineError
+		var qe *observe.QuarantineError
 		if v.Discounted && !v.Done && errors.As(c.q.discount(i), &qe) {
 			n++
 		}

@@ -30,7 +30,7 @@ func (c *Client) resolveLater(i int, epoch uint64, runID string, kept bool, own 
 		defer c.wg.Done()
 		for {
 			reads, longest := c.readWitnesses(i)
-			budget := func(d time.Duration) time.Duration { return DriftBudget(d, c.o.driftFactor) }
+			budget := func(d time.Duration) time.Duration { return driftBudget(d, c.o.driftFactor) }
 			base := c.q.base(i)
 			until, proven := trust.Prove(base, runID, len(c.nodes), reads, budget, kept)
 			bound := observe.BoundRegister

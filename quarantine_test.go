@@ -27,8 +27,8 @@ func TestQuarantineArithmetic(t *testing.T) {
 	if want := start.Add(8 * time.Second); !u.Equal(want) {
 		t.Fatalf("until %v, want %v", u, want)
 	}
-	var qe *QuarantineError
-	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) || !errors.As(err, &qe) || qe.Addr != "a" {
+	var qe *observe.QuarantineError
+	if err := q.discount(0); !errors.Is(err, observe.ErrNodeQuarantined) || !errors.As(err, &qe) || qe.Addr != "a" {
 		t.Fatalf("discount: %v", err)
 	}
 	if s := q.snapshot(); s.Started != 1 || s.Now != 1 {
@@ -108,7 +108,7 @@ func TestQuarantineStartedAfterClient(t *testing.T) {
 	if u := learnNow(q, 0, node.Identity{RunID: "r0", Uptime: 2 * time.Second}); !u.Equal(clk.Now().Add(9 * time.Second)) {
 		t.Errorf("node started 3 s after the Client: until %v, want %v", u, clk.Now().Add(9*time.Second))
 	}
-	var qe *QuarantineError
+	var qe *observe.QuarantineError
 	if err := q.discount(0); !errors.As(err, &qe) || qe.Reason != "started after this Client" {
 		t.Errorf("discount: %v", err)
 	}
@@ -133,7 +133,7 @@ func TestQuarantineReadsTheRegisters(t *testing.T) {
 		t.Fatalf("restart: %+v, want suspect, quarantined 2 s by its own window", v)
 	}
 	clk.Advance(time.Second)
-	if err := q.discount(0); !errors.Is(err, ErrNodeQuarantined) {
+	if err := q.discount(0); !errors.Is(err, observe.ErrNodeQuarantined) {
 		t.Fatalf("registers not read yet, discount: %v", err)
 	}
 	want := clk.Now().Add(18 * time.Second)
@@ -161,8 +161,8 @@ func TestQuarantineFreshAndSameServer(t *testing.T) {
 	}
 	q.learn(1, node.Identity{RunID: "x", Uptime: time.Hour}, node.Register{})
 	q.learn(2, node.Identity{RunID: "x", Uptime: time.Hour}, node.Register{})
-	var se *SameServerError
-	if err := q.discount(2); !errors.Is(err, ErrSameServer) || !errors.As(err, &se) || se.Addr != "c" || se.Other != "b" {
+	var se *observe.SameServerError
+	if err := q.discount(2); !errors.Is(err, observe.ErrSameServer) || !errors.As(err, &se) || se.Addr != "c" || se.Other != "b" {
 		t.Errorf("alias: %v", err)
 	}
 	if err := q.discount(1); err != nil {
@@ -193,7 +193,7 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	c.q.learn(0, node.Identity{RunID: "r2", Uptime: time.Second}, node.Register{})
 	ok, err := c.checkYes(ctx, 0, g, true, nil)
 	var dy *discountedYes
-	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
+	if ok || !errors.As(err, &dy) || !errors.Is(err, observe.ErrNodeQuarantined) {
 		t.Fatalf("yes from a node quarantined during the command: %v %v, want a discounted yes", ok, err)
 	}
 	// Stale (a connection dialed since it was identified), and it cannot
@@ -201,7 +201,7 @@ func TestCheckYesRereadsTheGate(t *testing.T) {
 	// did not dial.
 	c.ids.learned[1].Store(0)
 	ok, err = c.checkYes(ctx, 1, c.gen(1), true, nil)
-	if ok || !errors.As(err, &dy) || !errors.Is(err, ErrNodeQuarantined) {
+	if ok || !errors.As(err, &dy) || !errors.Is(err, observe.ErrNodeQuarantined) {
 		t.Fatalf("yes from a node of unknown identity: %v %v, want a discounted yes", ok, err)
 	}
 }
@@ -256,7 +256,7 @@ func TestQuarantineResolveBounds(t *testing.T) {
 	if !ok || bound != observe.BoundSetting || !u.Equal(now.Add(45*time.Second)) {
 		t.Fatalf("fallback: %v %q %v", u, bound, ok)
 	}
-	var qe *QuarantineError
+	var qe *observe.QuarantineError
 	if err := q.discount(0); !errors.As(err, &qe) || qe.Bound != observe.BoundSetting {
 		t.Fatalf("discount: %v", err)
 	}

@@ -48,7 +48,7 @@
 // nodes started after it, are quarantined by default (WithRestartQuarantine);
 // a node first met after it restarted empty is covered only by strict mode
 // (QuarantineFresh) or appendonly with appendfsync always. It assumes node
-// clocks run at rates within driftFactor of the client's (WithDriftMonitor
+// clocks run at rates within driftFactor of the client's (WithDrift
 // watches them), and that the client does not pause past the deadline
 // between checking Remaining and acting on the resource: only a fencing
 // token checked by the resource closes that gap (WithFencing, package
@@ -441,7 +441,7 @@ func (c *Client) Close() error {
 // be passed on to this call without a round trip (the local hand-off):
 // then it has less than ttl left, though at least half of it; size work by
 // l.Deadline() or l.Remaining(), not by ttl, or turn the hand-off off
-// (WithLocalHandoff(LocalHandoffOff)) to always get a fresh ttl.
+// (WithLocalHandoff(LocalHandoffOff, 0)) to always get a fresh ttl.
 func (c *Client) Lock(ctx context.Context, key string, ttl time.Duration, opts ...LockOption) (*Lock, error) {
 	return c.acquire(ctx, []string{key}, ttl, true, opts)
 }
@@ -522,8 +522,8 @@ func (c *Client) checkKeys(keys []string) error {
 		if k == "" {
 			return invalid("empty key")
 		}
-		if len(k) > MaxKeyLen {
-			return invalid("key %s is %d bytes; at most MaxKeyLen (%d) are accepted", shortKey(k), len(k), MaxKeyLen)
+		if len(k) > maxKeyLen {
+			return invalid("key %s is %d bytes; at most %d are accepted", shortKey(k), len(k), maxKeyLen)
 		}
 		if _, dup := seen[k]; dup {
 			return invalid("duplicate key %s", shortKey(k))
@@ -548,7 +548,7 @@ func (c *Client) checkTTL(ttl time.Duration) error {
 	if ttl > MaxTTL {
 		return invalid("ttl %v is longer than MaxTTL (%v); hold longer work with Watchdog", ttl, MaxTTL)
 	}
-	if d := DriftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
+	if d := driftBudget(ttl, c.o.driftFactor); ttl <= d+c.o.minValidity {
 		return invalid("ttl %v is not longer than the drift budget %v plus min validity %v", ttl, d, c.o.minValidity)
 	}
 	return nil
@@ -654,7 +654,7 @@ func (c *Client) call(ctx context.Context, i int, canSkip bool, op quorum.ValueC
 		if h.probing.CompareAndSwap(false, true) {
 			defer h.probing.Store(false)
 		} else if canSkip {
-			return 0, false, ErrNodeSkipped
+			return 0, false, errNodeSkipped
 		}
 	}
 	v, ok, err := op(ctx, i)
@@ -690,7 +690,7 @@ func (c *Client) results(out quorum.Outcome) []observe.NodeResult {
 			if r[i].Discounted = c.discount(i); r[i].Discounted == nil {
 				r[i].Discounted = errDiscounted // the gate has cleared since the round
 			}
-		case errors.Is(v.Err, ErrPending):
+		case errors.Is(v.Err, observe.ErrPending):
 			r[i].Discounted = c.discount(i) // not waited for: would its yes have counted?
 		}
 	}

@@ -28,8 +28,8 @@ func TestDriftAndValidity(t *testing.T) {
 		{time.Minute, 0, 0.1, 6002 * time.Millisecond, 54*time.Second - 2*time.Millisecond},
 	}
 	for _, tc := range cases {
-		if d := DriftBudget(tc.ttl, tc.factor); d != tc.drift {
-			t.Errorf("DriftBudget(%v, %v) = %v, want %v", tc.ttl, tc.factor, d, tc.drift)
+		if d := driftBudget(tc.ttl, tc.factor); d != tc.drift {
+			t.Errorf("driftBudget(%v, %v) = %v, want %v", tc.ttl, tc.factor, d, tc.drift)
 		}
 		if v := validity(tc.ttl, tc.elapsed, tc.factor); v != tc.valid {
 			t.Errorf("validity(%v, %v, %v) = %v, want %v", tc.ttl, tc.elapsed, tc.factor, v, tc.valid)
@@ -61,13 +61,14 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"nil client", []redis.UniversalClient{three[0], nil, three[1]}, nil, "nil client"},
 		{"duplicate address", dup, nil, "same server"},
 		{"same client twice", []redis.UniversalClient{three[0], three[0], three[1]}, nil, "same server"},
-		{"quorum too small", three, []Option{WithQuorum(AtLeast(1))}, "two holders"},
-		{"quorum half of four", unreachable(4), []Option{WithQuorum(AtLeast(2))}, "two holders"},
-		{"quorum too large", three, []Option{WithQuorum(AtLeast(4))}, "more than"},
-		{"quorum zero", three, []Option{WithQuorum(AtLeast(0))}, "k >= 1"},
+		{"quorum too small", three, []Option{WithQuorum(1)}, "two holders"},
+		{"quorum half of four", unreachable(4), []Option{WithQuorum(2)}, "two holders"},
+		{"quorum too large", three, []Option{WithQuorum(4)}, "more than"},
+		{"quorum negative", three, []Option{WithQuorum(-2)}, "at least 1"},
 		{"negative timeout", three, []Option{WithNodeTimeout(-time.Second)}, "node timeout"},
-		{"drift factor 1", three, []Option{WithDriftFactor(1)}, "drift factor"},
-		{"negative drift factor", three, []Option{WithDriftFactor(-0.1)}, "drift factor"},
+		{"drift factor 1", three, []Option{WithDrift(Drift{Factor: 1})}, "drift factor"},
+		{"negative drift factor", three, []Option{WithDrift(Drift{Factor: -0.1})}, "drift factor"},
+		{"drift exclude without monitor", three, []Option{WithDrift(Drift{Exclude: true})}, "needs a Monitor"},
 		{"negative min validity", three, []Option{WithMinValidity(-1)}, "min validity"},
 		{"backoff inverted", three, []Option{WithRetryBackoff(time.Second, time.Millisecond)}, "backoff"},
 		{"negative max hold", three, []Option{WithMaxHold(-time.Second)}, "max hold"},
@@ -96,10 +97,10 @@ func TestNewRejectsBadInput(t *testing.T) {
 
 func TestNewAcceptsQuorums(t *testing.T) {
 	for _, tc := range []struct {
-		q    Quorum
+		q    int
 		n    int
 		need int
-	}{{Majority, 5, 3}, {Majority, 4, 3}, {AllNodes, 5, 5}, {AtLeast(4), 5, 4}, {Majority, 1, 1}} {
+	}{{0, 5, 3}, {0, 4, 3}, {AllNodes, 5, 5}, {4, 5, 4}, {0, 1, 1}} {
 		c, err := New(unreachable(tc.n), WithQuorum(tc.q))
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +239,7 @@ func TestBackoffBounds(t *testing.T) {
 
 func TestCallTimeoutCappedByTTL(t *testing.T) {
 	c := &Client{o: defaults()}
-	if got := c.callTimeout(10 * time.Second); got != DefaultNodeTimeout {
+	if got := c.callTimeout(10 * time.Second); got != defaultNodeTimeout {
 		t.Errorf("callTimeout(10s) = %v", got)
 	}
 	if got := c.callTimeout(100 * time.Millisecond); got != 10*time.Millisecond {
@@ -303,7 +304,7 @@ func TestOwnerValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, random := SplitOwner(o)
+		id, random := splitOwner(o)
 		if id != c.ID() || len(random) != 22 || seen[o] {
 			t.Fatalf("owner %q: client %q (want %q), random part %q, repeated %v", o, id, c.ID(), random, seen[o])
 		}
@@ -373,7 +374,7 @@ func TestMayHold(t *testing.T) {
 	if !mayHold(quorum.Vote{OK: true, Done: true}) || !mayHold(quorum.Vote{Err: context.DeadlineExceeded, Done: true}) {
 		t.Fatal("a yes or a timeout must count as possibly held")
 	}
-	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: ErrNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) ||
+	if mayHold(quorum.Vote{Done: true}) || mayHold(quorum.Vote{Err: errNodeSkipped, Done: true}) || mayHold(quorum.Vote{Err: errNotSent}) ||
 		mayHold(quorum.Vote{Err: errReleasePending}) || mayHold(quorum.Vote{Err: redis.ErrClosed}) {
 		t.Fatal("a plain no or an unsent call cannot hold our value")
 	}

@@ -162,7 +162,7 @@ func (c *Client) rivalSeen(key string) bool {
 
 // askRivals asks a node, in the background, whether another process
 // waits for key (handoff.Hub.Others), unless a node is being asked or was
-// asked less than WithLocalHandoffRun ago; a node that cannot tell counts
+// asked less than WithLocalHandoff's run ago; a node that cannot tell counts
 // as one that says so, so that runs go on being shared out as without the
 // question. A yes holds until this Client next takes the key from the
 // nodes.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // wait is one call waiting between its attempts: its backoff, the
@@ -175,7 +176,7 @@ func (w *wait) warnDown(ctx context.Context, n int, res result) {
 		switch {
 		case v.Err == nil && !v.Discounted:
 			voters++ // a yes or a no that counts: the node is up
-		case errors.Is(v.Err, ErrPending) && c.discount(i) == nil:
+		case errors.Is(v.Err, observe.ErrPending) && c.discount(i) == nil:
 			voters++ // not waited for, and nothing known against it
 		}
 	}

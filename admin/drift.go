@@ -33,7 +33,7 @@ type DriftEstimate struct {
 	Rate float64
 	// Error is 1 - 1/Rate: positive when the client's clock runs slow
 	// against the node's, the unsafe side, to compare with a lock's drift
-	// factor (redlock.WithDriftFactor).
+	// factor (redlock.Drift.Factor).
 	Error float64
 	// Bound is the half-width of the interval around Error that surely
 	// holds the true error, given the samples' round trips.
@@ -51,7 +51,7 @@ type DriftEstimate struct {
 
 // EstimateDrift estimates the node's clock rate against the client's from
 // samples in the order they were taken, with the estimator
-// redlock.WithDriftMonitor runs: the rate between the lowest-RTT sample of
+// the drift monitor (redlock.Drift.Monitor) runs: the rate between the lowest-RTT sample of
 // the older half and of the newer half (the fastest round trips), with a
 // bound from their RTTs; the node read its clock somewhere within each
 // round trip. Fewer than two samples give an estimate that is not Known. Samples out of client-time order, or with a negative

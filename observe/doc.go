@@ -8,6 +8,10 @@
 //   - NodeResult, one node's answer in a round: Event.Nodes,
 //     redlock.QuorumError.Nodes, Lock.Votes.
 //   - Op and Kind, what an operation did and a lock's type.
+//   - The per-node reasons (ErrPending, ErrNodeSkipped, ErrNodeQuarantined,
+//     ErrSameServer, ErrClockDrift, ErrNotDurable, ErrFenceNotRaised) and
+//     their detail (QuarantineError, SameServerError, DriftError): why one
+//     node's vote did not count, in a NodeResult's Err or Discounted.
 //   - Stats, what redlock.Client.Stats returns: local waits and hand-offs,
 //     the restart quarantine's windows (and the Bound values that say what
 //     set them), the drift monitor's estimates.

@@ -56,7 +56,7 @@ type HandoffStats struct {
 }
 
 // The bounds that can set a restarted node's window (NodeWindow.Bound,
-// redlock.QuarantineError.Bound).
+// QuarantineError.Bound).
 const (
 	// BoundRegister: the other nodes' TTL registers showed which locks
 	// the node may have held (see redlock.WithRestartQuarantine).
@@ -97,7 +97,7 @@ type NodeWindow struct {
 }
 
 // DriftStats is what the drift monitor has seen (see
-// redlock.WithDriftMonitor).
+// redlock.WithDrift).
 type DriftStats struct {
 	Samples  uint64      // TIME answers fed to the estimators
 	Failures uint64      // TIME calls that failed or timed out
@@ -113,5 +113,5 @@ type NodeDrift struct {
 	Rate  float64 // nodeRate/clientRate: the estimate so far (1 before two samples give one)
 	Drift float64 // 1 - clientRate/nodeRate; positive: the Client's clock runs slow (the unsafe side)
 	Bound float64 // half-width of the interval that holds the true Drift
-	Out   error   // a *redlock.DriftError while out of bounds, else nil
+	Out   error   // a *DriftError while out of bounds, else nil
 }

@@ -226,7 +226,7 @@ func New(opts ...Option) (*Metrics, error) {
 		metric.WithDescription("Locks passed from a Release to the next waiting Lock call of the same Client, with no round trip. Clients added with Watch."))
 	err = errors.Join(err, e)
 	flagged, e := meter.Int64ObservableCounter("redlock.drift.flagged", metric.WithUnit("{change}"),
-		metric.WithDescription("Times the drift monitor found a node's clock outside the drift budget (see redlock.WithDriftMonitor). Clients added with Watch."))
+		metric.WithDescription("Times the drift monitor found a node's clock outside the drift budget (see redlock.WithDrift). Clients added with Watch."))
 	err = errors.Join(err, e)
 	out, e := meter.Int64ObservableUpDownCounter("redlock.drift.out", metric.WithUnit("{node}"),
 		metric.WithDescription("Nodes whose clock the drift monitor finds outside the drift budget now. Clients added with Watch."))

@@ -41,7 +41,7 @@ func nodes(votes ...string) []observe.NodeResult {
 		case "timeout":
 			n.Err = context.DeadlineExceeded
 		case "pending":
-			n.Err = redlock.ErrPending
+			n.Err = observe.ErrPending
 		case "canceled":
 			n.Err = context.Canceled
 		default:

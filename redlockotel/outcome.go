@@ -81,7 +81,7 @@ func heldElsewhere(qe *redlock.QuorumError) bool {
 			yes++
 		case n.Err == nil:
 			no++
-		case !errors.Is(n.Err, redlock.ErrPending):
+		case !errors.Is(n.Err, observe.ErrPending):
 			failed++
 		}
 	}

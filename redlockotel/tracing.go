@@ -35,7 +35,7 @@ const (
 	// a slower node, not a failed one.
 	KeyPending = attribute.Key("redlock.node.pending")
 	// KeySkipped marks a node left out of the round because its last call
-	// timed out (redlock.ErrNodeSkipped): nothing was sent to it.
+	// timed out (observe.ErrNodeSkipped): nothing was sent to it.
 	KeySkipped = attribute.Key("redlock.node.skipped")
 )
 
@@ -181,9 +181,9 @@ func appendNodeAttrs(kv []attribute.KeyValue, n observe.NodeResult) []attribute.
 	kv = append(kv, KeyVote.Bool(n.Vote), KeyLatency.Float64(n.Latency.Seconds()))
 	switch {
 	case n.Err == nil:
-	case errors.Is(n.Err, redlock.ErrPending):
+	case errors.Is(n.Err, observe.ErrPending):
 		kv = append(kv, KeyPending.Bool(true))
-	case errors.Is(n.Err, redlock.ErrNodeSkipped):
+	case errors.Is(n.Err, observe.ErrNodeSkipped):
 		kv = append(kv, KeySkipped.Bool(true))
 	default:
 		kv = append(kv, KeyNodeError.String(n.Err.Error()), KeyErrorType.String(errorType(n.Timeout())))

@@ -41,7 +41,7 @@ func TestTracerSpans(t *testing.T) {
 	ctx, parent := parentTracer.Start(context.Background(), "caller")
 
 	res := nodes("yes", "no", "timeout", "yes", "yes")
-	res[3].Discounted = redlock.ErrNodeQuarantined
+	res[3].Discounted = observe.ErrNodeQuarantined
 	tr.Observe(observe.Event{Context: ctx, Op: observe.OpAcquire, Keys: []string{"k"}, Attempts: 2,
 		Elapsed: 1500 * time.Millisecond, Remaining: 9 * time.Second, Nodes: res})
 	held := qerr("acquire", redlock.ErrNotObtained, nil, 3, nodes("yes", "no", "no", "no", "no"))
@@ -108,7 +108,7 @@ func TestTracerSpans(t *testing.T) {
 	if na := attrMap(evs[2].Attributes); na[KeyErrorType].AsString() != "timeout" || na[KeyNodeError].AsString() == "" {
 		t.Errorf("timed-out node's event: %v", evs[2].Attributes)
 	}
-	if na := attrMap(evs[3].Attributes); na[KeyDiscounted].AsString() != redlock.ErrNodeQuarantined.Error() {
+	if na := attrMap(evs[3].Attributes); na[KeyDiscounted].AsString() != observe.ErrNodeQuarantined.Error() {
 		t.Errorf("discounted node's event: %v", evs[3].Attributes)
 	}
 	if _, has := attrMap(evs[0].Attributes)[KeyNodeError]; has {

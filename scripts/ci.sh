@@ -28,7 +28,7 @@ if ! command -v debootstrap >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
 fi
 # Module downloads once, before two lanes would race for them.
 go mod download >/dev/null 2>&1 || true
-for m in integration cmd/redlock cmd/redlock-bench redlockotel redlocktest examples/stock; do
+for m in integration cmd/redlock cmd/redlock-bench cmd/internal/localredis redlockotel redlocktest examples/stock; do
 	(cd "$m" && go mod download >/dev/null 2>&1) || true
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Prints, for the root package and package observe: the number of exported
-# symbols (types, funcs, methods, consts and vars, each name counted once,
-# as go/doc sees them) and the words of `go doc -all`.
+# Prints, for the root package and packages observe, admin and fence: the
+# number of exported symbols (types, funcs, methods, consts and vars, each
+# name counted once, as go/doc sees them) and the words of `go doc -all`.
 #   scripts/docstats.sh            a table
 #   scripts/docstats.sh -count DIR only DIR's symbol count (check-tree.sh)
 # The counter is a stdlib-only Go program run from a temporary module, so
@@ -83,7 +83,7 @@ if [ "${1:-}" = "-count" ]; then
 fi
 
 printf '%-10s %7s %5s %5s %7s %6s %4s %9s\n' package symbols types funcs methods consts vars doc-words
-for dir in . observe; do
+for dir in . observe admin fence; do
 	if [ ! -d "$dir" ]; then
 		continue
 	fi

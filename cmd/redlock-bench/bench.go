@@ -127,7 +127,7 @@ func benchCmd(fs *flag.FlagSet) runner {
 	repeat := fs.Int("repeat", 0, "runs of the whole benchmark; figures are medians over them (default 3, 1 with --quick)")
 	only := fs.String("only", "", "comma-separated `SCENARIOS` to run: "+strings.Join(scenarios, ", ")+" (default: all)")
 	procs := fs.String("processes", "", "processes x workers of the cross-process hot key (default 3x8)")
-	procLibs := fs.String("processes-libs", "", "comma-separated `LIBS` of the cross-process hot key: redlock, redlock-fair, redsync, redlock-handoff-N (WithLocalHandoff(N)) (default redlock,redlock-fair,redsync)")
+	procLibs := fs.String("processes-libs", "", "comma-separated `LIBS` of the cross-process hot key: redlock, redlock-fair, redsync, redlock-handoff-N (WithLocalHandoff(N, 0)) (default redlock,redlock-fair,redsync)")
 	nodeCounts := fs.String("nodes", "", "comma-separated node counts of the uncontended scenario (default 1,3,5,7,9; 1,3,5 with --quick)")
 	locks := fs.String("watchdog-locks", "", "comma-separated counts of locks held in watchdog mode (default 10,1000,10000; 10,1000 with --quick)")
 	return func(_ []string, out, errOut io.Writer) error {

@@ -120,7 +120,7 @@ func contenderByName(lib string, urls []string) (contender, error) {
 		return newSingle(urls[0])
 	}
 	if n, ok := handoffN(lib); ok {
-		return newOursAs(lib, urls, redlock.WithLocalHandoff(n))
+		return newOursAs(lib, urls, redlock.WithLocalHandoff(n, 0))
 	}
 	return nil, unknownContender(lib)
 }
@@ -140,7 +140,7 @@ func knownContender(lib string) bool {
 }
 
 // handoffN parses "redlock-handoff-N": this library with
-// WithLocalHandoff(N), to measure what the cap on local passes does.
+// WithLocalHandoff(N, 0), to measure what the cap on local passes does.
 func handoffN(lib string) (int, bool) {
 	var n int
 	if _, err := fmt.Sscanf(lib, "redlock-handoff-%d", &n); err != nil || n < 0 || lib != fmt.Sprintf("redlock-handoff-%d", n) {

@@ -17,7 +17,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/admin"
 )
 
@@ -169,9 +168,9 @@ type doctorConfig struct {
 
 func doctorCmd(fs *flag.FlagSet) runner {
 	nodes := nodeFlags(fs)
-	nodeTimeout := fs.Duration("node-timeout", redlock.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
+	nodeTimeout := fs.Duration("node-timeout", admin.DefaultNodeTimeout, "the Client's per-node timeout (WithNodeTimeout)")
 	ttl := fs.Duration("ttl", 10*time.Second, "the lock TTL you use")
-	drift := fs.Float64("drift-factor", redlock.DefaultDriftFactor, "the Client's drift factor (WithDriftFactor)")
+	drift := fs.Float64("drift-factor", admin.DefaultDriftFactor, "the Client's drift factor (Drift.Factor)")
 	samples := fs.Int("samples", 20, "TIME and PING samples per node")
 	window := fs.Duration("window", 2*time.Second, "time over which the samples are spread (longer resolves smaller clock-rate errors)")
 	quorum := fs.Int("quorum", 0, "votes a lock needs (default: majority)")
@@ -186,8 +185,8 @@ func doctorCmd(fs *flag.FlagSet) runner {
 			return usageErr("--ttl %v must be at least 1ms", *ttl)
 		case *drift < 0 || *drift >= 1 || math.IsNaN(*drift):
 			return usageErr("--drift-factor %v must be in [0, 1)", *drift)
-		case *ttl <= redlock.DriftBudget(*ttl, *drift):
-			return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, redlock.DriftBudget(*ttl, *drift))
+		case *ttl <= admin.DriftBudget(*ttl, *drift):
+			return usageErr("--ttl %v is not longer than its drift budget %v", *ttl, admin.DriftBudget(*ttl, *drift))
 		case *samples < 3 || *samples > 10000:
 			return usageErr("--samples %d must be in 3-10000", *samples)
 		case *window < 10*time.Millisecond:
@@ -528,8 +527,8 @@ func sample(ctx context.Context, c *redis.Client, cfg doctorConfig) (*LatencyRep
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // fitClock estimates the node's clock rate against the client's monotonic
-// clock with the library's drift estimator (the one WithDriftMonitor runs
-// continuously), over all samples at once: its rate error and the bound
+// clock with the library's drift estimator (the one the drift monitor,
+// WithDrift, runs continuously), over all samples at once: its rate error and the bound
 // that surely holds the true one. A jump restarts the estimator's window,
 // so the rate is over the samples since the last jump. It returns nil
 // unless two samples give a rate (three samples at least).
@@ -619,7 +618,7 @@ func skews(nodes []NodeReport) {
 
 // fenceClockCheck adds to a node's clock check what fencing tokens
 // (redlock.WithFencing) assume of node clocks: that they do not step back
-// and differ by less than redlock.FenceMargin. Half the margin already
+// and differ by less than admin.FenceMargin. Half the margin already
 // warns.
 func fenceClockCheck(c Check, r *ClockReport) Check {
 	if r == nil {
@@ -629,14 +628,14 @@ func fenceClockCheck(c Check, r *ClockReport) Check {
 	if r.StepsBack > 0 {
 		why = append(why, fmt.Sprintf("the node's clock stepped back %d times while sampled", r.StepsBack))
 	}
-	if limit := ms(redlock.FenceMargin) / 2; r.SkewMs > limit {
+	if limit := ms(admin.FenceMargin) / 2; r.SkewMs > limit {
 		why = append(why, fmt.Sprintf("the node's clock differs from another node's by more than %s (at least %s)", time.Duration(limit*float64(time.Millisecond)), fmtMs(r.SkewMs)))
 	}
 	if len(why) == 0 {
 		return c
 	}
 	c.Verdict = worse(c.Verdict, verdictWarn)
-	c.Reason += "; " + strings.Join(why, ", ") + fmt.Sprintf(": fencing tokens (WithFencing) assume node clocks never step back and differ by less than %v; fix the time sync", redlock.FenceMargin)
+	c.Reason += "; " + strings.Join(why, ", ") + fmt.Sprintf(": fencing tokens (WithFencing) assume node clocks never step back and differ by less than %v; fix the time sync", admin.FenceMargin)
 	return c
 }
 
@@ -813,11 +812,11 @@ func short(id string) string {
 }
 
 // quarantineNote is the persistence advice for locks and for fencing
-// tokens. Fence registers expire (a lock's TTL plus redlock.FenceMargin
+// tokens. Fence registers expire (a lock's TTL plus admin.FenceMargin
 // after each write, see redlock.WithFencing), but outlive the quarantine:
 // a restart that loses them leaves tokens to the node-clock floor.
 var quarantineNote = "or keep restart quarantine on (the library's default: a restarted node does not vote for one TTL); " +
-	"fencing tokens (WithFencing): a restart without it loses the fence registers (each lives the lock's TTL plus " + redlock.FenceMargin.String() +
+	"fencing tokens (WithFencing): a restart without it loses the fence registers (each lives the lock's TTL plus " + admin.FenceMargin.String() +
 	" after its last write, longer than the quarantine), and tokens then rest on the node-clock floor alone: keep node clocks in sync, or use appendfsync always"
 
 func persistenceCheck(n *NodeReport) Check {
@@ -896,7 +895,7 @@ func clockCheck(c *ClockReport, drift float64) Check {
 	case rate > budget/2:
 		return Check{checkClock, verdictWarn, nums + ": more than half the drift budget"}
 	case c.Jumps > 0:
-		return Check{checkClock, verdictWarn, nums + fmt.Sprintf(": the node's clock jumped %d times while sampled (the rate is over the samples since); WithDriftMonitor counts such a node out of bounds until its rate is known again", c.Jumps)}
+		return Check{checkClock, verdictWarn, nums + fmt.Sprintf(": the node's clock jumped %d times while sampled (the rate is over the samples since); the drift monitor (WithDrift) counts such a node out of bounds until its rate is known again", c.Jumps)}
 	}
 	return Check{checkClock, verdictOK, nums}
 }

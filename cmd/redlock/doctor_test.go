@@ -6,23 +6,20 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/admin"
+	"github.com/redlock-go/redlock/cmd/internal/localredis"
 )
 
 // redisNode starts a redis-server process with extra arguments (the
-// defaults of startProcess come first, so args override them) and returns
+// defaults of localredis.Start come first, so args override them) and returns
 // its URL. Doctor reads INFO and CONFIG, which the embedded nodes do not
 // have: without redis-server the test is skipped.
 func redisNode(t *testing.T, args ...string) string {
@@ -31,37 +28,18 @@ func redisNode(t *testing.T, args ...string) string {
 	return u
 }
 
-func redisProc(t *testing.T, args ...string) (string, *procNode) {
+func redisProc(t *testing.T, args ...string) (string, *localredis.Server) {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		t.Skip("redis-server not on PATH")
 	}
-	dir := t.TempDir()
-	var last error
-	for try := 0; try < 5; try++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		argv := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-			"--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--protected-mode", "no"}, args...)
-		cmd := exec.Command(bin, argv...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &procNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, cmd: cmd, done: make(chan struct{})}
-		go func() { _ = cmd.Wait(); close(p.done) }()
-		if last = waitReady(p.addr, cmd.Process.Pid, p.done); last == nil {
-			t.Cleanup(p.Close)
-			return "redis://" + p.addr, p
-		}
-		p.Close()
-		_ = os.MkdirAll(dir, 0o755) // Close removed it; the next try needs it
+	s, err := localredis.Start(bin, args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal(last)
-	return "", nil
+	t.Cleanup(s.Close)
+	return s.URL(), s
 }
 
 func durableNode(t *testing.T) string {
@@ -526,7 +504,7 @@ func TestDoctorVersions(t *testing.T) {
 }
 
 // TestDoctorFenceClocks: node clocks that step back, or differ from
-// another node's by more than half of redlock.FenceMargin beyond the
+// another node's by more than half of admin.FenceMargin beyond the
 // measuring error, turn an OK clock check into a warning.
 func TestDoctorFenceClocks(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0)
@@ -537,7 +515,7 @@ func TestDoctorFenceClocks(t *testing.T) {
 	if n := stepsBack(ss); n != 1 {
 		t.Fatalf("stepsBack %d, want 1", n)
 	}
-	half := ms(redlock.FenceMargin) / 2
+	half := ms(admin.FenceMargin) / 2
 	nodes := []NodeReport{
 		{Clock: &ClockReport{OffsetMs: 0, OffsetErrMs: 1}},
 		{Clock: &ClockReport{OffsetMs: half + 1, OffsetErrMs: 1}}, // within the error
@@ -571,7 +549,7 @@ func TestDoctorFenceClocks(t *testing.T) {
 func TestDoctorFenceRegisterAdvice(t *testing.T) {
 	for _, n := range []*NodeReport{{AOF: false}, {AOF: true, Appendfsync: "everysec"}, {AOF: true, Appendfsync: "no"}} {
 		c := persistenceCheck(n)
-		if strings.Contains(c.Reason, "do not expire") || !strings.Contains(c.Reason, "TTL plus "+redlock.FenceMargin.String()) {
+		if strings.Contains(c.Reason, "do not expire") || !strings.Contains(c.Reason, "TTL plus "+admin.FenceMargin.String()) {
 			t.Errorf("persistence advice for %+v: %q", n, c.Reason)
 		}
 	}

@@ -7,6 +7,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redlock-go/redlock v0.1.0
+	github.com/redlock-go/redlock/cmd/internal/localredis v0.1.0
 	github.com/redlock-go/redlock/redlockotel v0.1.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0

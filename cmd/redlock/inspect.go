@@ -15,7 +15,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/admin"
 )
 
@@ -52,11 +51,11 @@ type KeyReport struct {
 	NoTTL    bool  `json:"no_ttl"` // some node holds it without expiry
 	MinTTLms int64 `json:"min_ttl_ms"`
 	// Fence is the highest fence register of the key on the nodes (see
-	// redlock.FenceKey): the token of the latest holder that took it
+	// admin.FenceKey): the token of the latest holder that took it
 	// with fencing; 0 if it never had one or the register expired.
 	Fence int64 `json:"fence,omitempty"`
 	// Kind is the lock type: "" plain (or not a lock), "reentrant", "rw",
-	// "semaphore" (a permit key, redlock.PermitKey).
+	// "semaphore" (a permit key, admin.PermitKey).
 	Kind string `json:"kind,omitempty"`
 	// Reentrant and rw: Owner is the reentrant hold's name; Held counts the
 	// nodes of the best-held entry.
@@ -71,17 +70,17 @@ type KeyReport struct {
 }
 
 // isFenceKey reports whether k is the fence register of a lock key
-// (redlock.FenceKey): it is not itself a lock, and it outlives the lock
-// by design (the lock's TTL plus redlock.FenceMargin).
+// (admin.FenceKey): it is not itself a lock, and it outlives the lock
+// by design (the lock's TTL plus admin.FenceMargin).
 func isFenceKey(k string) bool {
 	base, ok := strings.CutSuffix(k, ":fence")
 	if !ok {
 		return false
 	}
-	if redlock.FenceKey(base) == k {
+	if admin.FenceKey(base) == k {
 		return true
 	}
-	return len(base) > 2 && base[0] == '{' && base[len(base)-1] == '}' && redlock.FenceKey(base[1:len(base)-1]) == k
+	return len(base) > 2 && base[0] == '{' && base[len(base)-1] == '}' && admin.FenceKey(base[1:len(base)-1]) == k
 }
 
 // fence returns the highest value of key's fence register on the nodes.
@@ -92,7 +91,7 @@ func fence(ctx context.Context, clients []*redis.Client, key string) int64 {
 			continue
 		}
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		v, err := c.Get(cctx, redlock.FenceKey(key)).Int64()
+		v, err := c.Get(cctx, admin.FenceKey(key)).Int64()
 		cancel()
 		if err == nil && v > top {
 			top = v
@@ -191,7 +190,7 @@ func scanKeys(ctx context.Context, set *nodeSet, pattern string) map[string][]No
 		if c == nil {
 			continue
 		}
-		for _, p := range []string{pattern, "{" + pattern + "}:permit:*"} { // the form of redlock.PermitKey
+		for _, p := range []string{pattern, "{" + pattern + "}:permit:*"} { // the form of admin.PermitKey
 			if err := scanNode(ctx, c, set.shown, p, per); err != nil {
 				set.drop(i, err)
 				break
@@ -331,7 +330,7 @@ func summarize(key string, holds []NodeHold, quorum int) KeyReport {
 	}
 	r.QuorumHeld = r.Held >= quorum
 	r.Partial = !r.QuorumHeld
-	r.Client, _ = redlock.SplitOwner(r.Owner)
+	r.Client, _ = admin.SplitOwner(r.Owner)
 	return r
 }
 
@@ -395,7 +394,7 @@ func printPlain(out io.Writer, reports []KeyReport) {
 		if r.QuorumHeld {
 			quorum = "yes"
 		}
-		client, attempt := redlock.SplitOwner(r.Owner)
+		client, attempt := admin.SplitOwner(r.Owner)
 		if client == "" {
 			client = "-"
 		}

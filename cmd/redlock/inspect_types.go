@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 )
 
 // EntryReport is one holder entry of a reentrant or read-write lock across
@@ -119,7 +119,7 @@ func summarizeTyped(key, kind string, holds []NodeHold, quorum int) KeyReport {
 			e := entries[o]
 			if e == nil {
 				e = &EntryReport{Owner: o, LeftMs: left}
-				e.Client, _ = redlock.SplitOwner(o)
+				e.Client, _ = admin.SplitOwner(o)
 				entries[o] = e
 			}
 			e.Held++
@@ -133,7 +133,7 @@ func summarizeTyped(key, kind string, holds []NodeHold, quorum int) KeyReport {
 	sort.Slice(r.Entries, func(i, j int) bool { return r.Entries[i].Owner < r.Entries[j].Owner })
 	if kind == "reentrant" {
 		r.Owner = mostCommon(holders)
-		r.Client, _ = redlock.SplitOwner(r.Owner)
+		r.Client, _ = admin.SplitOwner(r.Owner)
 	} else {
 		r.Mode = mostCommon(modes)
 	}
@@ -156,7 +156,7 @@ func mostCommon(count map[string]int) string {
 }
 
 // permitOf reports the semaphore and permit index of a permit key
-// (redlock.PermitKey).
+// (admin.PermitKey).
 func permitOf(k string) (sem string, i int, ok bool) {
 	rest, found := strings.CutPrefix(k, "{")
 	if !found {
@@ -167,7 +167,7 @@ func permitOf(k string) (sem string, i int, ok bool) {
 		return "", 0, false
 	}
 	i, err := strconv.Atoi(rest[j+len("}:permit:"):])
-	if err != nil || redlock.PermitKey(rest[:j], i) != k {
+	if err != nil || admin.PermitKey(rest[:j], i) != k {
 		return "", 0, false
 	}
 	return rest[:j], i, true
@@ -232,7 +232,7 @@ func printTyped(out io.Writer, reports []KeyReport) {
 		}
 		fmt.Fprintf(tw, "  %s\tCLIENT\tOWNER\tNODES\tHELD\tTIME LEFT\n", role)
 		for i, e := range r.Entries {
-			client, attempt := redlock.SplitOwner(e.Owner)
+			client, attempt := admin.SplitOwner(e.Owner)
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d/%d\t%s\n", i+1, orDash(client), attempt,
 				nodesCell(r.PerNode, func(h NodeHold) bool { _, ok := h.Entries[e.Owner]; return ok }), e.Held, r.Nodes, leftCell(e.LeftMs))
 		}
@@ -245,7 +245,7 @@ func printTyped(out io.Writer, reports []KeyReport) {
 // (reentrant), or the mode, holders and a waiting writer's intent (rw).
 func typedState(r KeyReport) string {
 	if r.Kind == "reentrant" {
-		client, attempt := redlock.SplitOwner(r.Owner)
+		client, attempt := admin.SplitOwner(r.Owner)
 		return fmt.Sprintf("reentrant lock, hold of %s (owner %s), %d entries", orDash(client), attempt, len(r.Entries))
 	}
 	s := "read-write lock, free"
@@ -295,7 +295,7 @@ func printSemaphores(out io.Writer, reports []KeyReport) {
 		}
 		fmt.Fprintf(tw, "%s\t%d/%d\t\t\t\t\t\t\t\n", name, held, len(ps))
 		for _, p := range ps {
-			client, attempt := redlock.SplitOwner(p.Owner)
+			client, attempt := admin.SplitOwner(p.Owner)
 			fmt.Fprintf(tw, "\t\t%d\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", p.Permit, orDash(client), attempt,
 				nodesCell(p.PerNode, func(h NodeHold) bool { return h.Owner == p.Owner && h.Type == "" }), p.Held, p.Nodes,
 				leftCell(p.MinTTLms), strings.Join(flagsOf(p), ","))

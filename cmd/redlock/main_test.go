@@ -18,6 +18,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
+	"github.com/redlock-go/redlock/cmd/internal/localredis"
 )
 
 func TestMain(m *testing.M) {
@@ -81,7 +83,7 @@ func TestDemoEmbedded(t *testing.T) {
 // The demo serves the redlockotel instruments for Prometheus while it runs,
 // and its summary names the faulted node's failed calls.
 func TestDemoMetrics(t *testing.T) {
-	port, err := freePort()
+	port, err := localredis.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +177,7 @@ func TestInspectAndUnlock(t *testing.T) {
 	}
 
 	// The table names the holder by its Client's instance id.
-	_, attempt := redlock.SplitOwner(l.Owner())
+	_, attempt := admin.SplitOwner(l.Owner())
 	code, out, _ := runCmd(t, "inspect", "lock:*", "--nodes", nodesArg)
 	if code != exitOK || !strings.Contains(out, "lock:held") || !strings.Contains(out, c.ID()) || !strings.Contains(out, attempt) ||
 		!strings.HasPrefix(c.ID(), "worker-3/") || !strings.Contains(out, "yes") {

@@ -1,19 +1,12 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/cmd/internal/localredis"
 )
 
 // localNode is a Redis node this command started itself.
@@ -53,7 +46,7 @@ func startNodes(n int, embedded bool) ([]localNode, string, error) {
 		var nd localNode
 		var err error
 		if bin != "" {
-			nd, err = startProcess(bin)
+			nd, err = localredis.Start(bin)
 		} else {
 			nd, err = startMini()
 		}
@@ -74,88 +67,6 @@ func urlsOf(nodes []localNode) []string {
 		u[i] = "redis://" + n.Addr()
 	}
 	return u
-}
-
-type procNode struct {
-	addr string
-	dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func startProcess(bin string) (*procNode, error) {
-	dir, err := os.MkdirTemp("", "redlock-node-")
-	if err != nil {
-		return nil, err
-	}
-	var last error
-	for try := 0; try < 5; try++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "",
-			"--appendonly", "no", "--dir", dir, "--logfile", filepath.Join(dir, "redis.log"), "--protected-mode", "no")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-		p := &procNode{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, cmd: cmd, done: make(chan struct{})}
-		go func() { _ = cmd.Wait(); close(p.done) }()
-		if last = waitReady(p.addr, cmd.Process.Pid, p.done); last == nil {
-			return p, nil
-		}
-		p.Close()
-	}
-	return nil, last
-}
-
-// waitReady waits until the redis-server process pid answers on addr. A
-// server of another process that took the port in the meantime is an
-// error (the caller tries another port).
-func waitReady(addr string, pid int, done <-chan struct{}) error {
-	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 100 * time.Millisecond})
-	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		info, err := c.Info(ctx, "server").Result()
-		cancel()
-		if err == nil {
-			if !strings.Contains(info, "process_id:"+strconv.Itoa(pid)+"\r") {
-				return fmt.Errorf("another redis-server took port %s", addr)
-			}
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("redis-server on %s exited at start", addr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("redis-server on %s not ready: %v", addr, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func (p *procNode) Addr() string { return p.addr }
-func (p *procNode) Fault() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
-func (p *procNode) Heal() error  { return p.cmd.Process.Signal(syscall.SIGCONT) }
-func (p *procNode) Close() {
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	_ = os.RemoveAll(p.dir)
 }
 
 // miniNode is an in-process node. miniredis does not expire keys by

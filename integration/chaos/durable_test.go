@@ -124,7 +124,7 @@ func majorityRestart(t *testing.T, nodes []*harness.Node, wipe bool, opts ...red
 // second holder, and the holder extends it), and the restarted nodes count
 // again at once: no quarantine window (bound "durable votes"), so B gets
 // the key as soon as A releases it, long before the quarantine's setting
-// (DefaultQuarantineWindow) would have let the nodes back.
+// (the default 45 s window) would have let the nodes back.
 func TestDurableVotesSurviveMajorityRestart(t *testing.T) {
 	nodes := durableNodes(t, 5)
 	recs, a, b, held, err := majorityRestart(t, nodes, false, redlock.WithDurableVotes())

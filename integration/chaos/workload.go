@@ -86,7 +86,7 @@ type Spec struct {
 	// off otherwise, so that the scenarios measure what they measured
 	// before it existed and the sanity ones still show their violation.
 	Quarantine bool `json:"quarantine,omitempty"`
-	// DriftMonitor runs the client with WithDriftMonitor(20ms, exclude) and
+	// DriftMonitor runs the client with WithDrift(Drift{Monitor: 20ms, Exclude: true}) and
 	// takes no lock before the monitor has an estimate for every node.
 	DriftMonitor bool `json:"drift_monitor,omitempty"`
 	// Typed runs the typed workload (types.go) on Keys instead of plain
@@ -131,7 +131,7 @@ func Run(ctx context.Context, s Spec) ([]Record, error) {
 		opts = append(opts, redlock.WithFencing())
 	}
 	if s.DriftMonitor {
-		opts = append(opts, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
+		opts = append(opts, redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond, Exclude: true}))
 	}
 	var w *watch
 	if s.Lease > 0 {

@@ -29,7 +29,7 @@ func skewed(t *testing.T, nodes []*harness.Node, rate float64, opts ...redlock.O
 	t.Helper()
 	origin := time.Now()
 	c := client(t, nodes, append([]redlock.Option{redlock.WithClock(clock.Scaled(clock.Real(), rate)),
-		redlock.WithDriftFactor(0.01)}, opts...)...)
+		redlock.WithDrift(redlock.Drift{Factor: 0.01})}, opts...)...)
 	return c, origin
 }
 
@@ -132,7 +132,7 @@ func driftSeen(s observe.DriftStats) string {
 func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	const rate = 0.8
-	a, _ := skewed(t, nodes, rate, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
+	a, _ := skewed(t, nodes, rate, redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond, Exclude: true}))
 	s := waitDrift(t, a, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if n.Out == nil {
@@ -143,8 +143,8 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 	})
 	for _, n := range s.Nodes {
 		t.Logf("%s: drift %.4f ± %.4f (rate %.4f), out: %v", n.Addr, n.Drift, n.Bound, n.Rate, n.Out)
-		var de *redlock.DriftError
-		if !errors.As(n.Out, &de) || !errors.Is(n.Out, redlock.ErrClockDrift) {
+		var de *observe.DriftError
+		if !errors.As(n.Out, &de) || !errors.Is(n.Out, observe.ErrClockDrift) {
 			t.Fatalf("%s: %v, want a *DriftError", n.Addr, n.Out)
 		}
 		if want := 1 - rate; de.Jump == 0 && math.Abs(de.Drift-want) > n.Bound+0.001 {
@@ -157,7 +157,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 		t.Fatalf("skewed client got the lock: %v", err)
 	}
 	for _, r := range qe.Nodes {
-		if r.Vote && !errors.Is(r.Discounted, redlock.ErrClockDrift) {
+		if r.Vote && !errors.Is(r.Discounted, observe.ErrClockDrift) {
 			t.Errorf("%s: yes counted: %+v", r.Addr, r)
 		}
 	}
@@ -180,7 +180,7 @@ func TestDriftMonitorExcludesSkewedClient(t *testing.T) {
 // with exclude: every node's rate gets known, none is out, locks work.
 func TestDriftMonitorAcceptsTrueClock(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
-	c := client(t, nodes, redlock.WithDriftMonitor(20*time.Millisecond, redlock.DriftExclude))
+	c := client(t, nodes, redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond, Exclude: true}))
 	s := waitDrift(t, c, func(s observe.DriftStats) bool {
 		for _, n := range s.Nodes {
 			if !n.Known {

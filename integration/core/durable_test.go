@@ -14,6 +14,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // A node that cannot confirm a vote on its disk (no WAITAOF before Redis
@@ -32,9 +33,9 @@ func TestDurableVotesRefusedWhereNodesCannot(t *testing.T) {
 	refused := 0
 	for _, r := range qe.Nodes {
 		switch {
-		case errors.Is(r.Err, redlock.ErrNotDurable) && strings.Contains(r.Err.Error(), "WAITAOF refused"):
+		case errors.Is(r.Err, observe.ErrNotDurable) && strings.Contains(r.Err.Error(), "WAITAOF refused"):
 			refused++
-		case !errors.Is(r.Err, redlock.ErrPending): // a round ends when the quorum is out of reach
+		case !errors.Is(r.Err, observe.ErrPending): // a round ends when the quorum is out of reach
 			t.Errorf("node %s: %v, want ErrNotDurable naming WAITAOF", r.Addr, r.Err)
 		}
 	}
@@ -86,7 +87,7 @@ func TestDurableNotFsyncedKeepsConnection(t *testing.T) {
 			t.Fatalf("TryLock: %v, want a QuorumError", err)
 		}
 		for _, r := range qe.Nodes {
-			if !errors.Is(r.Err, redlock.ErrPending) && (!errors.Is(r.Err, redlock.ErrNotDurable) || !fsyncedWithin.MatchString(r.Err.Error())) {
+			if !errors.Is(r.Err, observe.ErrPending) && (!errors.Is(r.Err, observe.ErrNotDurable) || !fsyncedWithin.MatchString(r.Err.Error())) {
 				t.Errorf("node %s: %v, want ErrNotDurable: not fsynced within about 800ms (a fifth of the 1 s node deadline left for the answer)", r.Addr, r.Err)
 			}
 		}
@@ -193,10 +194,10 @@ func TestDurableVotesRefusedByACL(t *testing.T) {
 	}
 	t.Logf("the error: %v", err)
 	for _, r := range qe.Nodes {
-		if r.Err == nil || errors.Is(r.Err, redlock.ErrPending) {
+		if r.Err == nil || errors.Is(r.Err, observe.ErrPending) {
 			continue
 		}
-		if msg := r.Err.Error(); !errors.Is(r.Err, redlock.ErrNotDurable) || !strings.Contains(msg, "refused by the node's ACL") ||
+		if msg := r.Err.Error(); !errors.Is(r.Err, observe.ErrNotDurable) || !strings.Contains(msg, "refused by the node's ACL") ||
 			!strings.Contains(msg, "+waitaof") || strings.Contains(msg, "Redis 7.2") || strings.Contains(msg, "appendonly") {
 			t.Errorf("node %s: %v; want ErrNotDurable naming the ACL and +waitaof, not the version or appendonly", r.Addr, r.Err)
 		}

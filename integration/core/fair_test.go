@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -118,7 +119,7 @@ func TestFairDeadWaiterExpires(t *testing.T) {
 		}
 		cl.Set(ctx, "{dead}:fair:ticket", 1, time.Minute) // as its attempts left it
 		cl.ZAdd(ctx, "{dead}:fair:queue", redisZ(1, "dead-waiter"))
-		cl.ZAdd(ctx, "{dead}:fair:places", redisZ(float64(now.Add(redlock.FairWaiterTimeout).UnixMilli()), "dead-waiter"))
+		cl.ZAdd(ctx, "{dead}:fair:places", redisZ(float64(now.Add(admin.FairWaiterTimeout).UnixMilli()), "dead-waiter"))
 		cl.Close()
 	}
 	if _, err := c.TryLock(ctx, "dead", time.Second, redlock.Fair()); !errors.Is(err, redlock.ErrNotObtained) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/fence"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/node"
@@ -18,7 +19,7 @@ import (
 // registers reads key's fence register on every node (0 if absent).
 func registers(t *testing.T, nodes []*harness.Node, key string) []int64 {
 	t.Helper()
-	vals, _ := raw(t, nodes, redlock.FenceKey(key))
+	vals, _ := raw(t, nodes, admin.FenceKey(key))
 	out := make([]int64, len(vals))
 	for i, v := range vals {
 		if v != "" {
@@ -86,7 +87,7 @@ func TestFencingRaisesLaggingRegisters(t *testing.T) {
 	nc := nodes[4].Client()
 	defer nc.Close()
 	const high = int64(1) << 52 // microseconds: the year 2112
-	if err := nc.Set(ctx, redlock.FenceKey("f:lag"), high, 0).Err(); err != nil {
+	if err := nc.Set(ctx, admin.FenceKey("f:lag"), high, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	l, err := c.TryLock(ctx, "f:lag", 2*time.Second)
@@ -134,7 +135,7 @@ func TestFencingRaiseNeedsTheLock(t *testing.T) {
 	defer rc.Close()
 	n := node.New(rc, nil)
 	ctx := context.Background()
-	keys, fences := []string{"f:r"}, []string{redlock.FenceKey("f:r")}
+	keys, fences := []string{"f:r"}, []string{admin.FenceKey("f:r")}
 	now := time.Now().UnixMicro()
 	v, ok, err := n.DoValue(ctx, node.LockFenced(keys, fences, "me", time.Second, time.Hour))
 	if err != nil || !ok || v < now-int64(time.Minute/time.Microsecond) {
@@ -366,7 +367,7 @@ func TestFenceRegistersExpire(t *testing.T) {
 			}
 		}
 		for j := 0; j < keys; j++ {
-			if p := rc.PTTL(ctx, redlock.FenceKey("f:exp:"+strconv.Itoa(j))).Val(); p <= 0 {
+			if p := rc.PTTL(ctx, admin.FenceKey("f:exp:"+strconv.Itoa(j))).Val(); p <= 0 {
 				t.Errorf("node %d: register of key %d: PTTL %v, want > 0", i, j, p)
 				break
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/clock"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
@@ -35,7 +36,7 @@ func TestLockUnlock(t *testing.T) {
 			// between before and now: at most TTL minus the drift budget,
 			// at least that minus the time taken since before.
 			r := l.Remaining()
-			most := ttl - redlock.DriftBudget(ttl, redlock.DefaultDriftFactor)
+			most := ttl - admin.DriftBudget(ttl, admin.DefaultDriftFactor)
 			if least := most - time.Since(before); r <= 0 || r > most || r < least {
 				t.Fatalf("Remaining = %v, want within [%v, %v]", r, least, most)
 			}
@@ -187,7 +188,7 @@ func TestFrozenNodeDoesNotSlowAcquire(t *testing.T) {
 					vals, ttls := raw(t, live, "k")
 					t.Fatalf("round %d: %v; nodes 0,1,3,4 now hold %q (PTTL %v)", i, err, vals, ttls)
 				}
-				if r := l.Votes()[2]; !errors.Is(r.Err, redlock.ErrPending) && !errors.Is(r.Err, redlock.ErrNodeSkipped) {
+				if r := l.Votes()[2]; !errors.Is(r.Err, observe.ErrPending) && !errors.Is(r.Err, observe.ErrNodeSkipped) {
 					t.Fatalf("round %d: TryLock returned with the frozen node's answer %+v: it waited for it", i, r)
 				}
 				if err := l.Release(context.Background()); err != nil {
@@ -262,7 +263,7 @@ func TestDeadMajorityFailsFastAndClearly(t *testing.T) {
 	}
 	failed := 0
 	for _, n := range qe.Nodes {
-		if n.Err != nil && !errors.Is(n.Err, redlock.ErrPending) {
+		if n.Err != nil && !errors.Is(n.Err, observe.ErrPending) {
 			failed++
 			// Fast: the dead nodes refused at once, and the round was
 			// decided on those refusals; a call that waited for the 1s
@@ -337,7 +338,7 @@ func TestExtend(t *testing.T) {
 	// The new validity counts from the extension's start, between start
 	// and now.
 	r := l.Remaining()
-	most := longer - redlock.DriftBudget(longer, redlock.DefaultDriftFactor)
+	most := longer - admin.DriftBudget(longer, admin.DefaultDriftFactor)
 	if least := most - time.Since(start); !l.Deadline().After(before) || r > most || r < least {
 		t.Fatalf("deadline not moved: %v -> %v (%v left, want within [%v, %v])", before, l.Deadline(), r, least, most)
 	}
@@ -548,7 +549,7 @@ func TestMultiKeyAllOrNothing(t *testing.T) {
 func TestQuorumModes(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	all := client(t, nodes, redlock.WithQuorum(redlock.AllNodes))
-	four := client(t, nodes, redlock.WithQuorum(redlock.AtLeast(4)))
+	four := client(t, nodes, redlock.WithQuorum(4))
 	ctx := context.Background()
 	l, err := all.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
@@ -565,12 +566,12 @@ func TestQuorumModes(t *testing.T) {
 	all.Close()
 	l, err = four.TryLock(ctx, "k", 10*time.Second)
 	if err != nil {
-		t.Fatalf("AtLeast(4) with 4 alive: %v", err)
+		t.Fatalf("WithQuorum(4) with 4 alive: %v", err)
 	}
 	_ = l.Release(ctx)
 	nodes[3].Kill()
 	if _, err := four.TryLock(ctx, "k", time.Second); !errors.Is(err, redlock.ErrNotObtained) {
-		t.Fatalf("AtLeast(4) with 3 alive: %v", err)
+		t.Fatalf("WithQuorum(4) with 3 alive: %v", err)
 	}
 }
 
@@ -743,7 +744,7 @@ func TestReleaseOrderedAfterStragglerSet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := l.Votes()[4].Err; !errors.Is(got, redlock.ErrPending) {
+	if got := l.Votes()[4].Err; !errors.Is(got, observe.ErrPending) {
 		t.Fatalf("slow node's vote = %v, want it still pending when TryLock returned", got)
 	}
 	if err := l.Release(ctx); err != nil {
@@ -938,7 +939,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 	// out at the node deadline; probing starts from there.
 	frozen.Freeze()
 	defer frozen.Thaw()
-	if r := lock("first"); errors.Is(r.Err, redlock.ErrNodeSkipped) {
+	if r := lock("first"); errors.Is(r.Err, observe.ErrNodeSkipped) {
 		t.Fatalf("frozen node skipped before any call to it timed out: %+v", r)
 	}
 	waitUntil(t, "the first call to the frozen node to time out", func() bool { return h.timedOut() >= 1 })
@@ -961,7 +962,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 				t.Fatalf("%d probes in 30s after the first timeout (%d rounds skipped the node): the suspect node is not probed", len(held), len(skipped))
 			}
 			key := fmt.Sprintf("p%d", round)
-			if errors.Is(lock(key).Err, redlock.ErrNodeSkipped) {
+			if errors.Is(lock(key).Err, observe.ErrNodeSkipped) {
 				skipped = append(skipped, key)
 				time.Sleep(time.Millisecond) // the slot is busy: no need to spin
 			}
@@ -975,7 +976,7 @@ func TestTimedOutNodeIsProbedNotFlooded(t *testing.T) {
 				t.Fatalf("1000 rounds behind probe %s, %d reported the frozen node skipped", probe, n)
 			}
 			key := fmt.Sprintf("%s.%d", probe, j)
-			if errors.Is(lock(key).Err, redlock.ErrNodeSkipped) {
+			if errors.Is(lock(key).Err, observe.ErrNodeSkipped) {
 				skipped = append(skipped, key)
 				n++
 			}
@@ -1215,7 +1216,7 @@ func TestCleanupAfterCancelNotOvertakenBySet(t *testing.T) {
 			// The caller did not wait for the held SET: node 4 had not
 			// answered when the call returned.
 			var qe *redlock.QuorumError
-			if !errors.As(err, &qe) || len(qe.Nodes) != 5 || !errors.Is(qe.Nodes[4].Err, redlock.ErrPending) {
+			if !errors.As(err, &qe) || len(qe.Nodes) != 5 || !errors.Is(qe.Nodes[4].Err, observe.ErrPending) {
 				t.Fatalf("returned after %v with %v: the caller must not wait for the held SET", elapsed, err)
 			}
 			c.Close() // waits for node 4's SET and the clean-up after it
@@ -1376,7 +1377,7 @@ func TestRetriedSetCountsAsOurs(t *testing.T) {
 
 // attemptID is the random part of an owner value, which logs shorten.
 func attemptID(owner string) string {
-	_, a := redlock.SplitOwner(owner)
+	_, a := admin.SplitOwner(owner)
 	return a
 }
 

@@ -93,7 +93,7 @@ func TestMigrationReusedClients(t *testing.T) {
 func TestMigrationPassedLockKeepsDeadline(t *testing.T) {
 	c, _ := setup(t, 3)
 	ctx := context.Background()
-	const ttl, held = 8 * time.Second, 100 * time.Millisecond // within a run of passes (WithLocalHandoffRun)
+	const ttl, held = 8 * time.Second, 100 * time.Millisecond // within a run of passes (WithLocalHandoff's run)
 	first, err := c.Lock(ctx, "mig:passed", ttl)
 	if err != nil {
 		t.Fatal(err)

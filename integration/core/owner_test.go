@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/integration/harness"
 )
 
@@ -40,7 +41,7 @@ func TestOwnerNamesTheClient(t *testing.T) {
 			continue
 		}
 		held++
-		client, attempt := redlock.SplitOwner(v)
+		client, attempt := admin.SplitOwner(v)
 		if v != l.Owner() || client != c.ID() || len(attempt) != 22 {
 			t.Fatalf("node %d holds %q; want the owner %q, of client %q with a 128-bit attempt part", i, v, l.Owner(), c.ID())
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redlock-go/redlock"
 	"github.com/redlock-go/redlock/integration/harness"
+	"github.com/redlock-go/redlock/observe"
 )
 
 // restartedBehindHolder locks key on nodes with client A for ttl, warms
@@ -68,9 +69,9 @@ func TestRestartQuarantineRefusesRestartedNodes(t *testing.T) {
 			t.Fatalf("quarantine on, try %d: B got the lock held by A (err %v)", try, err)
 		}
 		for i, r := range qe.Nodes[:3] {
-			var q *redlock.QuarantineError
+			var q *observe.QuarantineError
 			if !errors.As(r.Discounted, &q) && !errors.As(r.Err, &q) {
-				if !errors.Is(r.Err, redlock.ErrPending) {
+				if !errors.Is(r.Err, observe.ErrPending) {
 					t.Fatalf("node %d: %+v, want ErrNodeQuarantined (or no answer yet)", i, r)
 				}
 				continue
@@ -98,7 +99,7 @@ func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
 		t.Fatalf("A's lock survived on durable nodes, yet: %v", err)
 	}
 	for i, r := range qe.Nodes {
-		if errors.Is(r.Discounted, redlock.ErrNodeQuarantined) || errors.Is(r.Err, redlock.ErrNodeQuarantined) {
+		if errors.Is(r.Discounted, observe.ErrNodeQuarantined) || errors.Is(r.Err, observe.ErrNodeQuarantined) {
 			t.Errorf("node %d quarantined though it fsyncs every write: %+v", i, r)
 		}
 	}
@@ -110,7 +111,7 @@ func TestRestartQuarantineSkipsFsyncAlways(t *testing.T) {
 }
 
 // TestRestartQuarantineOnByDefault: no option; the window is at least
-// DefaultQuarantineWindow, and b's first try after the restart is refused.
+// the default 45 s window, and b's first try after the restart is refused.
 func TestRestartQuarantineOnByDefault(t *testing.T) {
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes)
@@ -124,7 +125,7 @@ func TestRestartQuarantineOnByDefault(t *testing.T) {
 	}
 	found := false
 	for _, r := range qe.Nodes[:3] {
-		found = found || errors.Is(r.Discounted, redlock.ErrNodeQuarantined) || errors.Is(r.Err, redlock.ErrNodeQuarantined)
+		found = found || errors.Is(r.Discounted, observe.ErrNodeQuarantined) || errors.Is(r.Err, observe.ErrNodeQuarantined)
 	}
 	if !found {
 		t.Errorf("no restarted node reported quarantined: %v", qe)
@@ -178,8 +179,8 @@ func TestAliasVotesOnce(t *testing.T) {
 		if why == nil {
 			why = qe.Nodes[1].Err
 		}
-		var se *redlock.SameServerError
-		if qe.Nodes[1].Vote || !errors.As(why, &se) || !errors.Is(why, redlock.ErrSameServer) || se.Other != urls[0][len("redis://"):] {
+		var se *observe.SameServerError
+		if qe.Nodes[1].Vote || !errors.As(why, &se) || !errors.Is(why, observe.ErrSameServer) || se.Other != urls[0][len("redis://"):] {
 			t.Fatalf("node 1: %+v, want ErrSameServer naming %s", qe.Nodes[1], urls[0])
 		}
 		c.Close()

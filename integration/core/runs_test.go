@@ -14,7 +14,7 @@ import (
 
 // A call that waits for several keys at once (LockKeys: it stands in no
 // key's local queue) beside 8 workers that pass one of its keys among
-// themselves in runs (the local hand-off, WithLocalHandoffRun d = 5 ms):
+// themselves in runs (the local hand-off, WithLocalHandoff run d = 5 ms):
 // it gets its turn when a run ends, and the runs it waits behind are the
 // short ones (d) of a waiter that is seen, as docs/handoff.md says, not
 // the 40·d ones of a key no one else waits for; so it does not wait for a

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -109,7 +110,7 @@ func TestWriterNotStarvedByContinuousReaders(t *testing.T) {
 						return
 					}
 					// The winning attempt started deadline - (ttl - drift budget) ago.
-					start := l.Deadline().Add(-(rttl - redlock.DriftBudget(rttl, redlock.DefaultDriftFactor)))
+					start := l.Deadline().Add(-(rttl - admin.DriftBudget(rttl, admin.DefaultDriftFactor)))
 					rmu.Lock()
 					wins = append(wins, win{start})
 					rmu.Unlock()
@@ -277,8 +278,8 @@ func TestFairPlaceBoundedWhateverTheBackoff(t *testing.T) {
 			}
 			for _, p := range places {
 				left := time.Duration(int64(p.Score)-now.UnixMilli()) * time.Millisecond
-				if left > redlock.FairWaiterTimeout {
-					t.Fatalf("a place lasts %v on %s, more than FairWaiterTimeout (%v)", left, n.Addr, redlock.FairWaiterTimeout)
+				if left > admin.FairWaiterTimeout {
+					t.Fatalf("a place lasts %v on %s, more than FairWaiterTimeout (%v)", left, n.Addr, admin.FairWaiterTimeout)
 				}
 			}
 		}
@@ -301,7 +302,7 @@ func TestFairPlaceBoundedWhateverTheBackoff(t *testing.T) {
 		}
 		cl.Set(ctx, "{fd}:fair:ticket", 1, time.Minute)
 		cl.ZAdd(ctx, "{fd}:fair:queue", redisZ(1, "dead-waiter"))
-		cl.ZAdd(ctx, "{fd}:fair:places", redisZ(float64(now.Add(redlock.FairWaiterTimeout).UnixMilli()), "dead-waiter"))
+		cl.ZAdd(ctx, "{fd}:fair:places", redisZ(float64(now.Add(admin.FairWaiterTimeout).UnixMilli()), "dead-waiter"))
 		cl.Close()
 	}
 	start := time.Now()
@@ -312,7 +313,7 @@ func TestFairPlaceBoundedWhateverTheBackoff(t *testing.T) {
 	waited := time.Since(start)
 	_ = l.Release(ctx)
 	// The bound, with a second of slack for a loaded machine.
-	if bound := redlock.FairWaiterTimeout + redlock.FairWaiterTimeout/10 + time.Second; waited > bound {
+	if bound := admin.FairWaiterTimeout + admin.FairWaiterTimeout/10 + time.Second; waited > bound {
 		t.Fatalf("behind a dead waiter for %v, more than %v", waited, bound)
 	}
 	t.Logf("behind a dead waiter for %v", waited)

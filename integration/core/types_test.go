@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -472,7 +473,7 @@ func TestTypesContention(t *testing.T) {
 	// A refused writer's intent keeps c-rw, with no entry, for up to 4 x
 	// the backoff max (400 ms) after its last attempt: then it goes too.
 	deadline := time.Now().Add(2 * time.Second)
-	for _, k := range []string{"c-rw", "c-re", redlock.PermitKey("c-sem", 0), redlock.PermitKey("c-sem", 1)} {
+	for _, k := range []string{"c-rw", "c-re", admin.PermitKey("c-sem", 0), admin.PermitKey("c-sem", 1)} {
 		for _, nd := range nodes {
 			cl := nd.Client()
 			for cl.Exists(context.Background(), k).Val() != 0 && time.Now().Before(deadline) {

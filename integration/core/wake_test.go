@@ -136,7 +136,7 @@ func waitQueued(t *testing.T, c *redlock.Client) {
 // on the nodes so that other processes get their turn.
 func TestLocalPassesAreBounded(t *testing.T) {
 	ev := newEvents()
-	c, _ := setup(t, 3, redlock.WithLocalHandoff(2), redlock.WithObserver(ev.observe))
+	c, _ := setup(t, 3, redlock.WithLocalHandoff(2, 0), redlock.WithObserver(ev.observe))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup

@@ -35,7 +35,7 @@ func TestSubscribeWithoutChannelPermission(t *testing.T) {
 		return h
 	}
 	denied := hub("denied")
-	tn := denied.Enter("k")
+	tn := denied.EnterWant("k", nil)
 	defer tn.Leave()
 	until(t, "the refused SUBSCRIBE", func() bool { return denied.Stats().SubscribeErrors > 0 })
 	if w, err := tn.Wait(context.Background(), 10*time.Millisecond); w || err != nil {
@@ -46,7 +46,7 @@ func TestSubscribeWithoutChannelPermission(t *testing.T) {
 	}
 
 	granted := hub("granted")
-	head := granted.Enter("k2")
+	head := granted.EnterWant("k2", nil)
 	defer head.Leave()
 	subscribed(t, addrs(nodes), 1, "k2")
 	ch := waitAsync(context.Background(), head, hang)
@@ -76,7 +76,7 @@ func TestRefusedSubscribeIsHeldBack(t *testing.T) {
 	t.Cleanup(h.Close)
 	begin := time.Now()
 	for i := 0; i < 40; i++ { // a waiter for each of 40 keys in turn, each outliving several health checks
-		tn := h.Enter("k" + strconv.Itoa(i))
+		tn := h.EnterWant("k"+strconv.Itoa(i), nil)
 		if w, err := tn.Wait(context.Background(), 50*time.Millisecond); w || err != nil {
 			t.Fatalf("Wait = %v, %v; want the timer", w, err)
 		}
@@ -94,7 +94,7 @@ func TestRefusedSubscribeIsHeldBack(t *testing.T) {
 	if _, err := do(t, addr, "acl", "setuser", "minimal", "+subscribe", "+unsubscribe", "+ping", "&redlock:released:*"); err != nil {
 		t.Fatal(err)
 	}
-	tn := h.Enter("granted")
+	tn := h.EnterWant("granted", nil)
 	defer tn.Leave()
 	subscribed(t, []string{addr}, 1, "granted")
 }

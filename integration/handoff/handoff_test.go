@@ -18,7 +18,7 @@ import (
 func TestPublishWakesHead(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	h := newHub(t, addrs(nodes), handoff.Config{})
-	head := h.Enter("stock:42")
+	head := h.EnterWant("stock:42", nil)
 	defer head.Leave()
 	subscribed(t, addrs(nodes), 1, "stock:42")
 	for i, n := range nodes {
@@ -41,7 +41,7 @@ func TestPublishWakesHead(t *testing.T) {
 func TestOneReleaseOnEveryNodeWakesOnce(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	h := newHub(t, addrs(nodes), handoff.Config{})
-	head := h.Enter("k")
+	head := h.EnterWant("k", nil)
 	defer head.Leave()
 	subscribed(t, addrs(nodes), 1, "k")
 	for _, n := range nodes {
@@ -72,7 +72,7 @@ func TestOneConnectionPerNode(t *testing.T) {
 	for k := 0; k < keys; k++ {
 		names = append(names, fmt.Sprintf("key-%d", k))
 		for w := 0; w < perKey; w++ {
-			turns = append(turns, h.Enter(names[k]))
+			turns = append(turns, h.EnterWant(names[k], nil))
 		}
 	}
 	subscribed(t, addrs(nodes), 1, names...)
@@ -122,7 +122,7 @@ func TestOneConnectionPerNode(t *testing.T) {
 func TestNodeRestart(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	h := newHub(t, addrs(nodes), handoff.Config{HealthCheck: time.Hour})
-	head := h.Enter("k")
+	head := h.EnterWant("k", nil)
 	defer head.Leave()
 	subscribed(t, addrs(nodes), 1, "k")
 
@@ -136,7 +136,7 @@ func TestNodeRestart(t *testing.T) {
 	if r := get(t, ch); !r.woken {
 		t.Fatalf("notification from a live node: %+v", r)
 	}
-	other := h.Enter("k2") // subscribed while node 0 is down
+	other := h.EnterWant("k2", nil) // subscribed while node 0 is down
 	defer other.Leave()
 	subscribed(t, []string{nodes[1].Addr, nodes[2].Addr}, 1, "k2")
 
@@ -176,7 +176,7 @@ func TestPartitionedNode(t *testing.T) {
 	}
 	defer p.Close()
 	h := newHub(t, []string{p.Addr}, handoff.Config{HealthCheck: 100 * time.Millisecond})
-	head := h.Enter("k")
+	head := h.EnterWant("k", nil)
 	defer head.Leave()
 	subscribed(t, addrs(nodes), 1, "k")
 
@@ -209,7 +209,7 @@ func TestCloseWithWaiters(t *testing.T) {
 			var chs []<-chan result
 			for k := 0; k < 4; k++ {
 				for w := 0; w < 3; w++ {
-					tn := h.Enter(fmt.Sprintf("k%d", k))
+					tn := h.EnterWant(fmt.Sprintf("k%d", k), nil)
 					defer tn.Leave()
 					chs = append(chs, waitAsync(context.Background(), tn, hang))
 				}
@@ -243,7 +243,7 @@ func TestOthersCountsOtherHubs(t *testing.T) {
 	a := newHub(t, addrs(nodes), handoff.Config{})
 	b := newHub(t, addrs(nodes), handoff.Config{})
 	ctx := context.Background()
-	ta := a.Enter("k")
+	ta := a.EnterWant("k", nil)
 	defer ta.Leave()
 	subscribed(t, addrs(nodes), 1, "k")
 	for range nodes { // every node in turn
@@ -251,7 +251,7 @@ func TestOthersCountsOtherHubs(t *testing.T) {
 			t.Fatalf("alone: Others = %v, %v; want false", others, err)
 		}
 	}
-	tb := b.Enter("k")
+	tb := b.EnterWant("k", nil)
 	subscribed(t, addrs(nodes), 2, "k")
 	for range nodes {
 		if others, err := a.Others(ctx, "k"); err != nil || !others {

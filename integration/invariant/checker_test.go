@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock"
+	radmin "github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
@@ -608,7 +609,7 @@ func (c *checker) permitsAtOnce(sem string, rs []*rec) {
 	for _, r := range rs {
 		ok := false
 		for i := 0; i < r.permits; i++ {
-			ok = ok || r.key == redlock.PermitKey(sem, i)
+			ok = ok || r.key == radmin.PermitKey(sem, i)
 		}
 		if !ok {
 			c.violation("permit key "+r.owner, "(2) semaphore %q of %d permits: %s %s holds key %q, not one of its permits' keys", sem, r.permits, r.client, short(r.owner), r.key)
@@ -736,9 +737,9 @@ func nodeCause(n observe.NodeResult) string {
 		return "yes"
 	case n.Err == nil:
 		return "held elsewhere"
-	case errors.Is(n.Err, redlock.ErrPending):
+	case errors.Is(n.Err, observe.ErrPending):
 		return "not waited for"
-	case errors.Is(n.Err, redlock.ErrNodeQuarantined):
+	case errors.Is(n.Err, observe.ErrNodeQuarantined):
 		return "quarantined"
 	case errors.As(n.Err, &re):
 		return "error reply " + strings.Fields(re.Error() + " ?")[0]

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	radmin "github.com/redlock-go/redlock/admin"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -174,7 +175,7 @@ func clients(t *testing.T, cl *cluster, chk *checker) []*client {
 		t.Logf("client %s is named %q", c.name, name)
 		o := append([]redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond), redlock.WithName(name), releaseOnLost(chk)}, opts[i]...)
 		if avoid("handoff") {
-			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff))
+			o = append(o, redlock.WithLocalHandoff(redlock.LocalHandoffOff, 0))
 		}
 		// The restart quarantine's deployment window is 1 s, shorter
 		// than most TTLs: a restarted node stays out as long as the
@@ -970,7 +971,7 @@ func TestInvariantCheckerCanFailTypes(t *testing.T) {
 		chk := newChecker(t, cl.nodes)
 		chk.silent = true
 		p1 := take(t, chk, a, "sem2", typed{sem: "sem2", permits: 1}, redlock.Permits(1))
-		chk.delAll(t, redlock.PermitKey("sem2", 0))
+		chk.delAll(t, radmin.PermitKey("sem2", 0))
 		p2 := take(t, chk, b, "sem2", typed{sem: "sem2", permits: 1}, redlock.Permits(1))
 		must(t, chk, `(2) key "{sem2}:permit:0"`, "one permit held twice")
 		must(t, chk, `(2) semaphore "sem2" of 1 permits: 2 Locks`, "two holders of one permit")

@@ -16,7 +16,7 @@ func TestDriftMetrics(t *testing.T) {
 	nodes := harness.Start(t, 3, harness.Config{})
 	reader, m := manualMetrics(t)
 	c, err := redlock.NewFromURLs(harness.URLs(nodes), append(m.Options(), redlock.WithNodeTimeout(time.Second),
-		redlock.WithClock(clock.Scaled(clock.Real(), 0.8)), redlock.WithDriftMonitor(20*time.Millisecond))...)
+		redlock.WithClock(clock.Scaled(clock.Real(), 0.8)), redlock.WithDrift(redlock.Drift{Monitor: 20 * time.Millisecond}))...)
 	if err != nil {
 		t.Fatal(err)
 	}

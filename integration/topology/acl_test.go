@@ -140,7 +140,7 @@ func TestACLUser(t *testing.T) {
 			// every node that answered by then refused with NOPERM.
 			answered := 0
 			for i, r := range qe.Nodes {
-				if errors.Is(r.Err, redlock.ErrPending) {
+				if errors.Is(r.Err, observe.ErrPending) {
 					continue
 				}
 				answered++
@@ -328,7 +328,7 @@ func onlyHeld(err error) bool {
 		return false
 	}
 	for _, r := range qe.Nodes {
-		if r.Err != nil && !errors.Is(r.Err, redlock.ErrPending) && !errors.Is(r.Err, redlock.ErrNodeSkipped) {
+		if r.Err != nil && !errors.Is(r.Err, observe.ErrPending) && !errors.Is(r.Err, observe.ErrNodeSkipped) {
 			return false
 		}
 	}

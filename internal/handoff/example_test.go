@@ -18,8 +18,8 @@ func Example() {
 	defer hub.Close()
 	ctx := context.Background()
 
-	first := hub.Enter("stock:42")  // head: it tries on the nodes
-	second := hub.Enter("stock:42") // behind it: it does not
+	first := hub.EnterWant("stock:42", nil)  // head: it tries on the nodes
+	second := hub.EnterWant("stock:42", nil) // behind it: it does not
 	promoted := make(chan bool)
 	go func() {
 		woken, _ := second.Wait(ctx, 0) // blocks until head
@@ -29,7 +29,7 @@ func Example() {
 	fmt.Println("promoted:", <-promoted)
 
 	// Between two tries, the head waits for a release or its backoff.
-	hub.Released("stock:42") // this process released the key
+	hub.ReleasedOwner("stock:42", "") // this process released the key
 	woken, _ := second.Wait(ctx, time.Minute)
 	fmt.Println("woken by the release:", woken)
 	second.Leave()

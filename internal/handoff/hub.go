@@ -8,7 +8,7 @@
 // for several keys at once uses a Watch instead): only the head of a
 // key's queue contends on the nodes; it waits between its tries
 // until a release notification arrives (from any node, or from this
-// process through Released) or its backoff elapses, whichever comes first.
+// process through ReleasedOwner) or its backoff elapses, whichever comes first.
 // When the head leaves (it acquired the lock or gave up), the next waiter
 // becomes head and tries at once. Shared waiters (EnterShared: readers)
 // are the exception: once one leaves with the lock (LeaveShared), the
@@ -22,7 +22,7 @@
 //
 // A waiter's loop, with a non-head first waiting to become head:
 //
-//	t := hub.Enter(key)
+//	t := hub.EnterWant(key, nil)
 //	defer t.Leave()
 //	for d := time.Duration(0); ; d = backoff() {
 //		if _, err := t.Wait(ctx, d); err != nil {
@@ -73,7 +73,7 @@ const announceWait = 100 * time.Millisecond
 // Config tunes a Hub. The zero value uses the defaults.
 type Config struct {
 	// SubscribeTimeout bounds each SUBSCRIBE and UNSUBSCRIBE call sent to
-	// a node (default 1 s). They run in the background, never in Enter,
+	// a node (default 1 s). They run in the background, never in EnterWant,
 	// Wait or Leave; a failed one means that node's notifications for the
 	// key are missing, and its waiters wait out their timer.
 	SubscribeTimeout time.Duration
@@ -117,14 +117,14 @@ type Hub struct {
 }
 
 // New returns a Hub over the nodes' clients, one per independent master,
-// as given to the lock Client. Nothing is sent before the first Enter;
+// as given to the lock Client. Nothing is sent before the first EnterWant;
 // then each *redis.Client (standalone or sentinel failover) gets one
 // pub/sub connection, kept until Close. Other clients get none and their
 // waiters rely on the timer alone: a *redis.ClusterClient would need a
 // sharded subscription (SSUBSCRIBE) per hash slot, on the node that owns
 // it, followed through resharding, which this package does not do; a Ring
 // or an unknown type has no single node to subscribe on. With no clients
-// at all, the Hub still hands off between local waiters (Released, Leave).
+// at all, the Hub still hands off between local waiters (ReleasedOwner, Leave).
 //
 // The clients stay the caller's: Close does not close them, and they must
 // stay open until Close has returned. New returns an error for a nil
@@ -154,22 +154,19 @@ func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
 	return h, nil
 }
 
-// Enter puts a waiter for key at the tail of the key's local queue and
-// returns its Turn. The first waiter of a key makes the Hub subscribe to
-// the key's channel on every node, in the background (the nodes'
-// connections are opened on the first Enter of the Hub). Enter never
-// blocks on the network. After Close, the Turn's Wait returns ErrClosed.
-// The caller must call Leave when done.
-func (h *Hub) Enter(key string) *Turn { return h.EnterWant(key, nil) }
-
-// EnterWant is Enter for a waiter that asks for want: Offer hands a value
-// only to a head whose want it fits.
+// EnterWant puts a waiter for key that asks for want (nil: anything) at
+// the tail of the key's local queue and returns its Turn: Offer hands a
+// value only to a head whose want it fits. The first waiter of a key makes
+// the Hub subscribe to the key's channel on every node, in the background
+// (the nodes' connections are opened on the first EnterWant of the Hub).
+// EnterWant never blocks on the network. After Close, the Turn's Wait
+// returns ErrClosed. The caller must call Leave when done.
 func (h *Hub) EnterWant(key string, want any) *Turn { return h.enter(key, want, false, false) }
 
 // EnterShared is EnterWant for a waiter of a lock that others may hold
 // beside it (a reader): once a shared waiter leaves with it (LeaveShared),
 // the shared waiters at the front of the queue try together instead of one
-// after the other. A waiter entered by Enter or EnterWant keeps its place
+// after the other. A waiter entered by EnterWant keeps its place
 // and stops the shared waiters behind it: they wait until it has left.
 func (h *Hub) EnterShared(key string, want any) *Turn { return h.enter(key, want, true, false) }
 
@@ -210,17 +207,14 @@ func (h *Hub) enter(key string, want any, shared, ahead bool) *Turn {
 	return t
 }
 
-// Released tells the Hub that this process has just released key: the
-// head of the key's local queue, if any, is woken at once (or, while it is
-// not waiting, its next Wait returns at once). Use it in every release by
-// this process; the nodes' notifications of the same release arrive later,
-// after a round trip.
-func (h *Hub) Released(key string) { h.ReleasedOwner(key, "") }
-
-// ReleasedOwner is Released for a lock stored under the owner value
-// owner, when the release script publishes that value as the payload:
-// the nodes' notifications of this same release then do not wake the
-// key's head again (see Stats.Duplicates). An empty owner is Released.
+// ReleasedOwner tells the Hub that this process has just released key,
+// stored under the owner value owner: the head of the key's local queue,
+// if any, is woken at once (or, while it is not waiting, its next Wait
+// returns at once). Use it in every release by this process; the nodes'
+// notifications of the same release arrive later, after a round trip.
+// When the release script publishes owner as the payload, the nodes'
+// notifications of this same release do not wake the key's head again
+// (see Stats.Duplicates); an empty owner leaves them to wake it.
 // A shared head (EnterShared) is woken with the shared waiters queued
 // behind it, up to the first that is not shared: this process held the
 // lock, so they try together (see Turn.LeaveShared).

@@ -103,7 +103,7 @@ func TestClusterClientIsPolledOnly(t *testing.T) {
 	if n := h.Stats().Nodes; n != 0 {
 		t.Fatalf("Nodes = %d; want 0", n)
 	}
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	if w, err := tn.Wait(context.Background(), time.Millisecond); w || err != nil {
 		t.Fatalf("Wait = %v, %v; want the timer", w, err)
@@ -121,7 +121,7 @@ func TestFIFO(t *testing.T) {
 	const n = 6
 	turns := make([]*Turn, n)
 	for i := range turns {
-		turns[i] = h.Enter("k")
+		turns[i] = h.EnterWant("k", nil)
 	}
 	var mu sync.Mutex
 	var order []int
@@ -157,18 +157,18 @@ func TestFIFO(t *testing.T) {
 // A wake-up goes to the head only; the waiters behind it stay put.
 func TestOnlyHeadIsWoken(t *testing.T) {
 	h := local(t)
-	head, second := h.Enter("k"), h.Enter("k")
+	head, second := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer head.Leave()
 	defer second.Leave()
 	ctx, cancel := context.WithCancel(context.Background())
 	behind := waitAsync(ctx, second, never)
 	first := waitAsync(context.Background(), head, never)
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if r := get(t, first); !r.woken || r.err != nil {
 		t.Fatalf("head: %+v; want woken", r)
 	}
 	h.notify(&redis.Message{Channel: Channel("k")})
-	h.Released("other") // no waiters: nothing happens
+	h.ReleasedOwner("other", "") // no waiters: nothing happens
 	blocked(t, behind, "second waiter")
 	cancel()
 	if r := get(t, behind); r.woken || !errors.Is(r.err, context.Canceled) {
@@ -187,10 +187,10 @@ func TestOnlyHeadIsWoken(t *testing.T) {
 // consumed by the next Wait at once, and only once.
 func TestPendingWake(t *testing.T) {
 	h := local(t)
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
-	h.Released("k")
-	h.Released("k") // coalesces with the first
+	h.ReleasedOwner("k", "")
+	h.ReleasedOwner("k", "") // coalesces with the first
 	if w, err := tn.Wait(context.Background(), never); !w || err != nil {
 		t.Fatalf("Wait = %v, %v; want the pending wake-up", w, err)
 	}
@@ -213,7 +213,7 @@ func TestPendingWake(t *testing.T) {
 // The head blocked in Wait is woken by a notification while it waits.
 func TestNotificationWakesWaitingHead(t *testing.T) {
 	h := local(t)
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	ch := waitAsync(context.Background(), tn, never)
 	for !h.waiting(tn) {
@@ -239,7 +239,7 @@ func (h *Hub) waiting(tn *Turn) bool {
 // announced locally by ReleasedOwner, wakes the head once.
 func TestDuplicateNotificationsAreDropped(t *testing.T) {
 	h := local(t)
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	for i := 0; i < 3; i++ { // one release, three nodes
 		h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-A"})
@@ -272,7 +272,7 @@ func TestDuplicateNotificationsAreDropped(t *testing.T) {
 // while it blocks as a non-head; Leave of a middle waiter wakes nobody.
 func TestLeavePromotes(t *testing.T) {
 	h := local(t)
-	a, b, c := h.Enter("k"), h.Enter("k"), h.Enter("k")
+	a, b, c := h.EnterWant("k", nil), h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer c.Leave()
 	rb := waitAsync(context.Background(), b, never)
 	a.Leave()
@@ -281,7 +281,7 @@ func TestLeavePromotes(t *testing.T) {
 		t.Fatalf("b: %+v; want woken as the new head", r)
 	}
 	rc := waitAsync(context.Background(), c, never)
-	d := h.Enter("k")
+	d := h.EnterWant("k", nil)
 	d.Leave() // a waiter behind c leaves: c is not woken
 	if w, err := b.Wait(context.Background(), 0); w || err != nil {
 		t.Fatalf("b's Wait(0) = %v, %v; want nothing pending", w, err)
@@ -304,7 +304,7 @@ func TestLeavePromotes(t *testing.T) {
 // held here) until this process's release wakes it.
 func TestLeaveHoldingDoesNotWake(t *testing.T) {
 	h := local(t)
-	a, b := h.Enter("k"), h.Enter("k")
+	a, b := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer b.Leave()
 	a.LeaveHolding()
 	rb := waitAsync(context.Background(), b, 0)
@@ -312,7 +312,7 @@ func TestLeaveHoldingDoesNotWake(t *testing.T) {
 		runtime.Gosched()
 	}
 	blocked(t, rb, "b")
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if r := get(t, rb); !r.woken || r.err != nil {
 		t.Fatalf("b: %+v; want woken by the release", r)
 	}
@@ -328,7 +328,7 @@ func TestLeaveHoldingDoesNotWake(t *testing.T) {
 // subscription) it ends its wait on its own and polls.
 func TestUnheldStartsTimer(t *testing.T) {
 	h := local(t)
-	a, b := h.Enter("k"), h.Enter("k")
+	a, b := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer b.Leave()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait that nothing ends
 	defer cancel()
@@ -364,7 +364,7 @@ func TestUnheldAnnouncementMissed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	a, b := h.Enter("k"), h.Enter("k")
+	a, b := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer b.Leave()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // ends a Wait that nothing ends
 	defer cancel()
@@ -388,7 +388,7 @@ func TestUnheldAnnouncementMissed(t *testing.T) {
 // Leave from another goroutine ends a Wait in progress on the same Turn.
 func TestLeaveEndsWait(t *testing.T) {
 	h := local(t)
-	head, tn := h.Enter("k"), h.Enter("k")
+	head, tn := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer head.Leave()
 	r := waitAsync(context.Background(), tn, never)
 	tn.Leave()
@@ -401,14 +401,14 @@ func TestLeaveEndsWait(t *testing.T) {
 // keeps its place, the others theirs, and a wake-up is not consumed.
 func TestCancelRemovesNothing(t *testing.T) {
 	h := local(t)
-	a, b, c := h.Enter("k"), h.Enter("k"), h.Enter("k")
+	a, b, c := h.EnterWant("k", nil), h.EnterWant("k", nil), h.EnterWant("k", nil)
 	defer c.Leave()
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
 	if w, err := b.Wait(done, never); w || !errors.Is(err, context.Canceled) {
 		t.Fatalf("b: %v, %v; want ctx's error", w, err)
 	}
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if w, err := a.Wait(done, never); w || !errors.Is(err, context.Canceled) {
 		t.Fatalf("head with a done ctx: %v, %v; want ctx's error", w, err)
 	}
@@ -430,7 +430,7 @@ func TestCancelRemovesNothing(t *testing.T) {
 // The timer ends the wait of a head when no wake-up comes.
 func TestTimerFallback(t *testing.T) {
 	h := local(t)
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	if w, err := tn.Wait(context.Background(), time.Millisecond); w || err != nil {
 		t.Fatalf("Wait = %v, %v; want the timer", w, err)
@@ -447,7 +447,7 @@ func TestCloseEndsWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := h.Enter("k"), h.Enter("k")
+	a, b := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	ra := waitAsync(context.Background(), a, never)
 	rb := waitAsync(context.Background(), b, never)
 	h.Close()
@@ -457,11 +457,11 @@ func TestCloseEndsWaits(t *testing.T) {
 			t.Fatalf("%+v; want ErrClosed", r)
 		}
 	}
-	late := h.Enter("k")
+	late := h.EnterWant("k", nil)
 	if _, err := late.Wait(context.Background(), never); !errors.Is(err, ErrClosed) {
 		t.Fatalf("Wait after Close: %v", err)
 	}
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	a.Leave()
 	b.Leave()
 	late.Leave()
@@ -480,7 +480,7 @@ func TestUnreachableNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	if w, err := tn.Wait(context.Background(), time.Millisecond); w || err != nil {
 		t.Fatalf("Wait = %v, %v; want the timer", w, err)
 	}

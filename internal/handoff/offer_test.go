@@ -93,7 +93,7 @@ func TestOfferAfterClose(t *testing.T) {
 func TestNotificationQuorum(t *testing.T) {
 	h := local(t)
 	h.quorum = 2 // as for a Client with three nodes (New caps it at the subscribed nodes)
-	tn := h.Enter("k")
+	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	ctx := context.Background()
 	if r := get(t, waitAsync(ctx, tn, 0)); r.err != nil {
@@ -119,8 +119,8 @@ func TestPause(t *testing.T) {
 	h := local(t)
 	ctx := context.Background()
 	fits := func(any) bool { return true }
-	head := h.Enter("k")
-	next := h.Enter("k")
+	head := h.EnterWant("k", nil)
+	next := h.EnterWant("k", nil)
 	if r := get(t, waitAsync(ctx, head, 0)); r.err != nil {
 		t.Fatalf("head: %+v", r)
 	}
@@ -134,7 +134,7 @@ func TestPause(t *testing.T) {
 	if s := h.Stats(); s.Timer != 0 {
 		t.Fatalf("Pause counted as a wait ended by the timer: %+v", s)
 	}
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if err := head.Pause(ctx, never); err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestSharedRunAdmittedTogether(t *testing.T) {
 	parked(t, h, r4, c4, "reader behind the writer")
 	w.LeaveHolding()
 	parked(t, h, r4, c4, "reader while the writer holds")
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if r := get(t, c4); !r.woken || r.err != nil {
 		t.Fatalf("reader after the writer's release: %+v", r)
 	}
@@ -156,7 +156,7 @@ func TestEnterAhead(t *testing.T) {
 	c2 := waitAsync(ctx, w2, never)
 	parked(t, h, r1, c1, "reader behind the writers")
 	w.LeaveHolding()
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if r := get(t, c2); !r.woken || r.err != nil {
 		t.Fatalf("second writer: %+v", r)
 	}
@@ -177,15 +177,15 @@ func TestEnterAhead(t *testing.T) {
 func TestLeaveHoldingDropsStaleWake(t *testing.T) {
 	h := local(t)
 	ctx := context.Background()
-	a, b := h.Enter("k"), h.Enter("k")
+	a, b := h.EnterWant("k", nil), h.EnterWant("k", nil)
 	if r := get(t, waitAsync(ctx, a, 0)); r.err != nil {
 		t.Fatal(r.err)
 	}
-	h.Released("k") // a release a saw before it got the lock
+	h.ReleasedOwner("k", "") // a release a saw before it got the lock
 	a.LeaveHolding()
 	cb := waitAsync(ctx, b, never)
 	parked(t, h, b, cb, "next head while the lock is held")
-	h.Released("k")
+	h.ReleasedOwner("k", "")
 	if r := get(t, cb); !r.woken || r.err != nil {
 		t.Fatalf("next head after the release: %+v", r)
 	}

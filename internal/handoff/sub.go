@@ -29,7 +29,7 @@ const (
 // sub is one node's pub/sub connection, run by two goroutines: read
 // receives the notifications and dispatches them; sync sends SUBSCRIBE
 // and UNSUBSCRIBE as the set of waited-for keys changes, so that neither
-// a dead node nor a slow SUBSCRIBE ever holds up Enter, Wait or Leave.
+// a dead node nor a slow SUBSCRIBE ever holds up EnterWant, Wait or Leave.
 //
 // go-redis's PubSub reconnects on its own after a failed read or write,
 // and then subscribes the new connection to every channel it was asked

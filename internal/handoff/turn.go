@@ -76,7 +76,7 @@ func (q *queue) remove(t *Turn) {
 	t.prev, t.next = nil, nil
 }
 
-// Turn is one waiter's place in its key's local queue, from Hub.Enter to
+// Turn is one waiter's place in its key's local queue, from Hub.EnterWant to
 // Leave. Wait must not be called by two goroutines at once; Leave may be
 // called from any goroutine, also while Wait runs.
 type Turn struct {
@@ -120,16 +120,16 @@ func (t *Turn) Take() any {
 // (with no limit but ctx), unless it was admitted beside the head (see
 // EnterShared): then it returns at once, woken, once per admission. Once
 // head, it returns at once if a wake-up is pending (a notification or
-// Released that came while the head was not waiting, or its promotion to
+// ReleasedOwner that came while the head was not waiting, or its promotion to
 // head), and otherwise blocks until a release notification for the key
-// arrives, Released is called for it, d has elapsed since it became head in
+// arrives, ReleasedOwner is called for it, d has elapsed since it became head in
 // this call, or ctx is done. With d <= 0 it does not wait for a
 // notification: it returns once head (consuming a pending wake-up if there
 // is one). A head made head by LeaveHolding (this process holds the lock:
 // trying would only find it) waits, whatever d, for a wake-up or
 // Hub.Unheld, and from Unheld on as any head does.
 //
-// woken is true when a wake-up (a node's notification, Released, the
+// woken is true when a wake-up (a node's notification, ReleasedOwner, the
 // promotion to head after the previous head left, or an admission) ended
 // the wait, false when d did. The error is ctx's, ErrClosed after Close,
 // or ErrLeft after Leave; the Turn stays in the queue on ctx's error (call
@@ -216,7 +216,7 @@ func (t *Turn) ready(d time.Duration, fired bool) (woken, wait bool) {
 }
 
 // Pause blocks for d, or until a wake-up (consumed as by Wait: an Offer,
-// whose value Take then returns, a release notification, Released), ctx
+// whose value Take then returns, a release notification, ReleasedOwner), ctx
 // is done, the Hub is closed or the Turn leaves: a head that gives way to
 // other processes before its attempt, but takes a lock passed on
 // meanwhile, and tries at once once the key was released again. Unlike
@@ -277,7 +277,7 @@ func (t *Turn) Leave() { t.leave(leaveWake) }
 // LeaveHolding is Leave for a waiter that leaves with the lock: the next
 // waiter becomes head but is not woken, since trying now would only find
 // the lock held by this process; it waits for this process's release
-// (Released, Offer), a node's notification, or Hub.Unheld, after which
+// (ReleasedOwner, Offer), a node's notification, or Hub.Unheld, after which
 // its own timer runs.
 func (t *Turn) LeaveHolding() { t.leave(leaveHolding) }
 

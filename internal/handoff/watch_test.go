@@ -28,7 +28,7 @@ func TestWatchWokenByAnyKey(t *testing.T) {
 	h.quorum = 2
 	w := h.Watch([]string{"b", "a", "b"})
 	defer w.Leave()
-	tn := h.Enter("a")
+	tn := h.EnterWant("a", nil)
 	defer tn.Leave()
 	ctx := context.Background()
 	if r := get(t, waitAsync(ctx, tn, 0)); r.err != nil {

@@ -170,8 +170,8 @@ func (co *coalescer) leave(p *pending, late bool, err error) error {
 
 // direct sends c at once, without coalescing.
 func (n *Node) direct(ctx context.Context, c *Cmd) (int64, error) {
-	if n.guard {
-		return n.guarded(ctx, c)
+	if n.deadlineGuard {
+		return n.deadlineGuarded(ctx, c)
 	}
 	return n.do(ctx, c)
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/observe"
 )
 
 // Durable votes: on a node with Durable(true), every command that may
@@ -22,7 +24,7 @@ import (
 // outcome. WAITAOF needs Redis 7.2 or Valkey 8.0 and appendonly yes.
 
 // ErrNotDurable matches a vote the node did not confirm on its disk.
-var ErrNotDurable = errors.New("redlock: vote not confirmed on the node's disk")
+var ErrNotDurable = observe.ErrNotDurable
 
 // NotDurableError is the error of a command that ran, or may have run, on
 // a node that did not confirm it on its disk: the node refused WAITAOF

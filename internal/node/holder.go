@@ -22,10 +22,10 @@ type Holding struct {
 // otherwise. Like Do, it returns by ctx's deadline also on a client that
 // ignores ctx deadlines. Safe for concurrent use.
 func (n *Node) Holder(ctx context.Context, key string) (Holding, error) {
-	if !n.guard {
+	if !n.deadlineGuard {
 		return n.holder(ctx, key)
 	}
-	return guard(ctx, n.track, func() (Holding, error) { return n.holder(ctx, key) })
+	return deadlineGuard(ctx, n.track, func() (Holding, error) { return n.holder(ctx, key) })
 }
 
 func (n *Node) holder(ctx context.Context, key string) (Holding, error) {

@@ -67,10 +67,10 @@ func (n *Node) IdentifyRegister(ctx context.Context) (Identity, Register, error)
 	}
 	var r res
 	var err error
-	if !n.guard {
+	if !n.deadlineGuard {
 		r, err = call()
 	} else {
-		r, err = guard(ctx, n.track, call)
+		r, err = deadlineGuard(ctx, n.track, call)
 	}
 	if err == nil && r.regErr != nil {
 		return r.id, Register{}, &RegisterError{Err: r.regErr}

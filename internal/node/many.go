@@ -39,7 +39,7 @@ type Renewal struct {
 // len(rs). It returns the first error. Like Do, it returns by ctx's
 // deadline.
 func (n *Node) ExtendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
-	if !n.guard {
+	if !n.deadlineGuard {
 		return n.extendMany(ctx, rs, ok, errs)
 	}
 	ch := make(chan error, 1)

@@ -74,11 +74,11 @@ var (
 type Node struct {
 	client redis.UniversalClient
 	addr   string
-	// guard is set when the client ignores ctx deadlines
+	// deadlineGuard is set when the client ignores ctx deadlines
 	// (ContextTimeoutEnabled false): the deadline is then enforced here,
 	// and the command finishes in the background on the client's own
 	// socket timeout.
-	guard bool
+	deadlineGuard bool
 	// retries is set when the client may send a command again after a
 	// network error (go-redis MaxRetries, cluster MaxRedirects).
 	retries bool
@@ -106,12 +106,12 @@ type Tracker interface {
 // (clients that ignore ctx deadlines only).
 func New(client redis.UniversalClient, track Tracker) *Node {
 	return &Node{
-		client:  client,
-		addr:    Addr(client),
-		guard:   !HonorsContext(client),
-		retries: MayRetry(client),
-		track:   track,
-		cluster: isCluster(client),
+		client:        client,
+		addr:          Addr(client),
+		deadlineGuard: !HonorsContext(client),
+		retries:       MayRetry(client),
+		track:         track,
+		cluster:       isCluster(client),
 	}
 }
 
@@ -273,10 +273,10 @@ func (n *Node) DoValue(ctx context.Context, c *Cmd) (int64, bool, error) {
 	switch {
 	case n.coalesce:
 		v, err = n.coalesced(ctx, c)
-	case !n.guard:
+	case !n.deadlineGuard:
 		v, err = n.do(ctx, c)
 	default:
-		v, err = n.guarded(ctx, c)
+		v, err = n.deadlineGuarded(ctx, c)
 	}
 	switch {
 	case err != nil:
@@ -353,16 +353,16 @@ func reply(c *Cmd, cmd *redis.Cmd) (int64, error) {
 // not know.
 func isNoScript(err error) bool { return strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
-// guarded runs c on its own goroutine and returns by ctx's deadline even if
+// deadlineGuarded runs c on its own goroutine and returns by ctx's deadline even if
 // the client ignores it; the command then ends on the client's socket
 // timeout.
-func (n *Node) guarded(ctx context.Context, c *Cmd) (int64, error) {
-	return guard(ctx, n.track, func() (int64, error) { return n.do(ctx, c) })
+func (n *Node) deadlineGuarded(ctx context.Context, c *Cmd) (int64, error) {
+	return deadlineGuard(ctx, n.track, func() (int64, error) { return n.do(ctx, c) })
 }
 
-// guard runs fn on its own goroutine, counted by track (if not nil), and
+// deadlineGuard runs fn on its own goroutine, counted by track (if not nil), and
 // returns its result, or ctx's error once ctx is done first.
-func guard[T any](ctx context.Context, track Tracker, fn func() (T, error)) (T, error) {
+func deadlineGuard[T any](ctx context.Context, track Tracker, fn func() (T, error)) (T, error) {
 	type result struct {
 		v   T
 		err error

@@ -11,8 +11,8 @@ import (
 // client's socket timeout, counted by the node's Tracker. On a cluster
 // client TIME reaches an arbitrary shard.
 func (n *Node) Time(ctx context.Context) (time.Time, error) {
-	if !n.guard {
+	if !n.deadlineGuard {
 		return n.client.Time(ctx).Result()
 	}
-	return guard(ctx, n.track, func() (time.Time, error) { return n.client.Time(ctx).Result() })
+	return deadlineGuard(ctx, n.track, func() (time.Time, error) { return n.client.Time(ctx).Result() })
 }

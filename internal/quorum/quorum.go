@@ -9,14 +9,12 @@ package quorum
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
-)
 
-// Majority returns the Redlock quorum for n nodes: n/2+1.
-func Majority(n int) int { return n/2 + 1 }
+	"github.com/redlock-go/redlock/observe"
+)
 
 // Check reports whether need votes out of n make a safe quorum: two holders
 // can never both collect need votes, which requires need > n/2.
@@ -40,7 +38,7 @@ type Tracker interface {
 
 // ErrPending is the error of a node that had not answered when the round
 // was decided.
-var ErrPending = errors.New("redlock: no answer yet when the round was decided")
+var ErrPending = observe.ErrPending
 
 // Vote is what one node answered.
 type Vote struct {

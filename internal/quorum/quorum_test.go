@@ -216,11 +216,6 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check(%d, %d) = %v, want ok=%v", tc.n, tc.need, err, tc.ok)
 		}
 	}
-	for n, want := range map[int]int{1: 1, 2: 2, 3: 2, 4: 3, 5: 3, 9: 5} {
-		if got := Majority(n); got != want {
-			t.Errorf("Majority(%d) = %d, want %d", n, got, want)
-		}
-	}
 }
 
 func TestStartValueKeepsYesValues(t *testing.T) {

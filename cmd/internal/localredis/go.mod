@@ -1,0 +1,3 @@
+module github.com/redlock-go/redlock/cmd/internal/localredis
+
+go 1.22
