@@ -3,8 +3,6 @@ package node
 import (
 	_ "embed"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -15,9 +13,9 @@ var (
 	//go:embed fair_leave.lua
 	fairLeaveSrc string
 
-	fairTicketScript = redis.NewScript(fairTicketSrc)
-	fairLockScript   = redis.NewScript(fairLockSrc)
-	fairLeaveScript  = redis.NewScript(fairLeaveSrc)
+	fairTicketScript = newScript(fairTicketSrc)
+	fairLockScript   = newScript(fairLockSrc)
+	fairLeaveScript  = newScript(fairLeaveSrc)
 	fairLockGuarded  = guardScript(fairLockSrc)
 )
 
