@@ -107,8 +107,10 @@ func (s *sub) send(ctx context.Context, dc rueidis.DedicatedClient, verb string,
 	if err == nil {
 		return nil
 	}
-	if re, ok := rueidis.IsRedisErr(err); ok {
-		err = transport.ErrorReply(re.Error())
+	if err = classify(err); err == nil {
+		return nil
+	}
+	if transport.IsErrorReply(err) {
 		s.refusals = append(s.refusals, err)
 		s.push(transport.Event{}) // wakes Receive
 		return err

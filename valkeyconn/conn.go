@@ -260,12 +260,21 @@ func result(r valkey.ValkeyResult) (any, error) {
 	return v, nil
 }
 
+// classify turns a nil reply into no error and an error reply into a
+// transport.ErrorReply with its text as the server sent it: the client
+// strips a leading "ERR ", which comes back (the code of every other
+// error reply is an upper-case word, which it keeps).
 func classify(err error) error {
-	if re, ok := valkey.IsValkeyErr(err); ok {
-		if re.IsNil() {
-			return nil
-		}
-		return transport.ErrorReply(re.Error())
+	re, ok := err.(*valkey.ValkeyError)
+	switch {
+	case !ok:
+		return err
+	case re.IsNil():
+		return nil
 	}
-	return err
+	msg := re.Error()
+	if code, _, _ := strings.Cut(msg, " "); code == "" || strings.ToUpper(code) != code {
+		msg = "ERR " + msg
+	}
+	return transport.ErrorReply(msg)
 }
