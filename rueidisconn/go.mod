@@ -6,3 +6,5 @@ require (
 	github.com/redis/rueidis v1.0.80
 	github.com/redlock-go/redlock v0.1.0
 )
+
+require golang.org/x/sys v0.50.0 // indirect
