@@ -49,7 +49,7 @@ func TestNoCleanupWhereNothingWasWritten(t *testing.T) {
 			calls := map[string]int{} // op: calls to the bad node
 			var badErr error
 			badAddr := reportedAddr(urls, 4)
-			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second),
+			c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second),
 				redlock.WithNodeObserver(func(e observe.NodeEvent) {
 					if e.Addr != badAddr {
 						return

@@ -155,7 +155,7 @@ func TestAliasVotesOnce(t *testing.T) {
 		if !on {
 			opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 		}
-		c, err := redlock.NewFromURLs(urls, opts...)
+		c, err := harness.NewClient(t, urls, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestQuarantineRegisterRefusedByACL(t *testing.T) {
 	for i, n := range nodes {
 		urls[i] = "redis://locker:pw@" + n.Addr
 	}
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
