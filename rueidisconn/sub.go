@@ -15,7 +15,7 @@ import (
 // the subscription's first call and again after it broke (then every
 // channel asked for is subscribed again).
 func (cn *Conn) Subscribe(ctx context.Context) (transport.Subscription, error) {
-	return &sub{cn: cn, want: make(map[string]bool), events: make(chan transport.Event, 1024)}, nil
+	return &sub{cn: cn, want: make(map[string]bool), events: make(chan transport.Event, 1024), done: make(chan struct{})}, nil
 }
 
 // errReceiveTimeout is Receive's error when nothing arrived in time.
@@ -31,6 +31,7 @@ var errSubClosed = errors.New("redlock: rueidisconn: subscription closed")
 type sub struct {
 	cn     *Conn
 	events chan transport.Event // from the hooks, and refusals (as errors, see refusals)
+	done   chan struct{}        // closed by Close
 
 	mu       sync.Mutex
 	dc       rueidis.DedicatedClient // nil: to take (again)
@@ -173,7 +174,7 @@ func (s *sub) Close() error {
 	if !s.closed {
 		s.closed = true
 		s.drop()
-		close(s.events)
+		close(s.done)
 	}
 	return nil
 }
@@ -201,10 +202,9 @@ func (s *sub) Receive(ctx context.Context, timeout time.Duration) (transport.Eve
 			return transport.Event{}, err
 		}
 		select {
-		case e, ok := <-s.events:
-			if !ok {
-				return transport.Event{}, errSubClosed
-			}
+		case <-s.done:
+			return transport.Event{}, errSubClosed
+		case e := <-s.events:
 			if e.Kind != 0 {
 				return e, nil
 			}
