@@ -7,10 +7,10 @@
 // Replies are plain Go values: int64 (integer), string (simple or bulk
 // string), []any (array, set), map[string]any (RESP3 map), float64
 // (RESP3 double), bool (RESP3 boolean) and nil (nil reply). Errors fall in
-// four classes the lock tells apart (see Classify): the server's error
-// reply (the command was rejected before it ran), a timeout, an error
-// before anything was written (the command cannot have run), and any other
-// transport error (the command may have run).
+// four classes the lock tells apart: the server's error reply (the command
+// was rejected before it ran: IsErrorReply), a timeout (IsTimeout), an
+// error before anything was written (the command cannot have run:
+// ErrNotSent), and any other transport error (the command may have run).
 package transport
 
 import (
