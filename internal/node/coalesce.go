@@ -34,6 +34,11 @@ import (
 // Every caller has at most one command queued or in flight (it waits for
 // its answer or its deadline), and the queue is sent in order, so the
 // commands of one caller keep their order.
+//
+// Transports that pipeline on their own (rueidis, valkey-go: concurrent
+// commands share one connection's writes) already batch as this does; what
+// they lack is the not-sent error of a call whose deadline passed while
+// it was queued, and the late send of a release whose caller left.
 
 const (
 	maxBatch = 256  // commands of one pipeline
