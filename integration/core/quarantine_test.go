@@ -38,6 +38,13 @@ func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Clien
 }
 
 func TestRestartQuarantineOffDoubleGrant(t *testing.T) {
+	if tr := harness.Transport(); tr != "goredis" {
+		// The scenario needs the first command after the restarts to reach
+		// the new processes: go-redis checks a pooled connection before it
+		// sends; rueidis and valkey-go send on the old one, whose EOF fails
+		// the try (an unknown outcome, undone), so no double grant shows.
+		t.Skipf("via %s the first command after a restart meets the old connection's EOF", tr)
+	}
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 	l, err := restartedBehindHolder(t, nodes, b, "q:off", time.Minute)
