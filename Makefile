@@ -6,7 +6,7 @@ RACE ?= -race
 # test's workload (see integration/invariant); empty: all of it.
 INVARIANT_AVOID ?=
 
-.PHONY: demo test check unit oldest-go integration integration-ci invariant-long cli examples chaos chaos-full durable bench bench-go bench-quick compose-check matrix matrix-ci ci
+.PHONY: demo test check unit oldest-go integration integration-ci invariant-long cli examples chaos chaos-full durable bench bench-go bench-quick compose-check matrix matrix-ci ci transports
 
 ## demo: the main job: workers contending for one lock across embedded nodes, through a node fault
 demo:
@@ -32,6 +32,8 @@ check:
 	cd redlockotel && $(GO) vet $(RACE) ./...
 	cd examples/stock && $(GO) vet $(RACE) ./...
 	cd redlocktest && $(GO) vet $(RACE) ./...
+	cd rueidisconn && $(GO) vet $(RACE) ./...
+	cd valkeyconn && $(GO) vet $(RACE) ./...
 
 # The library's unit tests run twice: in the workspace (the newest go-redis
 # any module asks for) and alone (the go-redis its go.mod names: what its
@@ -83,6 +85,17 @@ durable:
 chaos-full:
 	@scripts/ensure-redis.sh
 	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
+
+## transports: the transport seam's conformance test (go-redis, rueidis, valkey-go against redis-server), then the core suite once per transport (REDLOCK_TRANSPORT=goredis|rueidis|valkey); every transport runs even if one fails
+TRANSPORTS ?= goredis rueidis valkey
+transports:
+	cd integration && $(GO) test $(RACE) -count=1 ./transports/
+	@cd integration && failed=; for tr in $(TRANSPORTS); do \
+		echo "== core suite via $$tr"; \
+		REDLOCK_TRANSPORT=$$tr $(GO) test -count=1 -timeout 30m ./core/ || failed="$$failed $$tr"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "make transports: core suite failed via:$$failed"; exit 1; fi; \
+	echo "make transports: all passed"
 
 ## bench: this library vs go-redsync and others, side by side (cmd/redlock-bench, a module of its own); writes docs/bench/
 bench:

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/internal/trust"
 	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // quarantine is the gate that discounts nodes that may have lost locks (a
@@ -258,7 +258,7 @@ func WithRestartQuarantine(window time.Duration, modes ...QuarantineMode) Option
 // identities is what New adds for the quarantine: a dial hook per node
 // that counts its connections, and what was learned at which count.
 type identities struct {
-	gen     []atomic.Uint64                 // dials per node (dialHook)
+	gen     []atomic.Uint64                 // dials per node (transport.DialNotifier)
 	learned []atomic.Uint64                 // gen+1 when the identity was last learned; 0 never
 	maxTTL  atomic.Int64                    // longest TTL used: part of the fallback window
 	alias   []atomic.Bool                   // observe.ErrSameServer logged once per node
@@ -267,26 +267,6 @@ type identities struct {
 	stale   []func(string)                  // per node: marks it stale (node.Bind's watcher: the guard found another process)
 	// warned once per failure run (cleared on success): INFO refused
 	infoWarned []atomic.Bool
-}
-
-// dialHook bumps a node's dial count: a new connection may reach a server
-// that restarted, so its identity is due again.
-type dialHook struct{ gen *atomic.Uint64 }
-
-func (h dialHook) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := next(ctx, network, addr)
-		if err == nil {
-			h.gen.Add(1)
-		}
-		return conn, err
-	}
-}
-
-func (dialHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
-
-func (dialHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // stale reports whether node i's identity is unknown or predates its
@@ -596,7 +576,7 @@ func (c *Client) gen(i int) uint64 {
 // setupQuarantine adds the dial hook to each node's client and the gate,
 // unless quarantine is off. Cluster clients are left out: INFO without a
 // key reaches an arbitrary shard.
-func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
+func (c *Client) setupQuarantine(clients []transport.Conn) {
 	if c.o.qWindow == QuarantineOff || c.cluster {
 		return
 	}
@@ -610,8 +590,10 @@ func (c *Client) setupQuarantine(clients []redis.UniversalClient) {
 	c.ids.infoWarned = make([]atomic.Bool, len(clients))
 	c.ids.stale = make([]func(string), len(clients))
 	for i, cl := range clients {
-		cl.AddHook(dialHook{gen: &c.ids.gen[i]})
 		gen := &c.ids.gen[i]
+		if d, ok := cl.(transport.DialNotifier); ok {
+			d.OnDial(func() { gen.Add(1) })
+		}
 		c.ids.stale[i] = func(string) { gen.Add(1) } // identified again before its next command
 	}
 	c.q = newQuarantine(c.o.clock, c.Addrs(), window, c.o.qFresh)

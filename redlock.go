@@ -80,6 +80,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"log/slog"
 	mrand "math/rand/v2"
 	"net"
@@ -92,11 +93,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redlock-go/redlock/internal/deadline"
+	"github.com/redlock-go/redlock/internal/goredisconn"
 	"github.com/redlock-go/redlock/internal/handoff"
 	"github.com/redlock-go/redlock/internal/node"
 	"github.com/redlock-go/redlock/internal/nodeurl"
 	"github.com/redlock-go/redlock/internal/quorum"
 	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Client locks keys across a fixed set of nodes. It is safe for concurrent
@@ -222,7 +225,62 @@ func NewFromURLs(urls []string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// NewFromConns returns a Client over the given transports, one per
+// independent Redis master (standalone or Sentinel failover): a go-redis,
+// rueidis or valkey-go client through its adapter (modules rueidisconn
+// and valkeyconn), or any other transport.Conn. The transports stay the
+// caller's: Close does not close them. Each must reach one server; its
+// Addr names it for the check that no server casts two votes. A
+// transport that does not report that it honors ctx deadlines and sends
+// no command twice (transport.DeadlineHonorer, transport.Retrier) is
+// assumed to do neither, as go-redis's defaults do (see New).
+//
+// New returns an error matching ErrInvalidArgument for no nodes or more
+// than 64, a nil transport, two transports of one server, or an invalid
+// option. It sends nothing to the nodes.
+func NewFromConns(conns []transport.Conn, opts ...Option) (*Client, error) {
+	specs := make([]nodeSpec, len(conns))
+	for i, cn := range conns {
+		if cn == nil {
+			specs[i].bad = invalid("node %d: nil transport", i)
+			continue
+		}
+		specs[i] = nodeSpec{conn: cn, servers: node.ConnServers(cn.Addr()), pubsub: true,
+			mk: func(t node.Tracker) *node.Node { return node.NewConn(cn, t) }}
+	}
+	return build(specs, nil, opts)
+}
+
+// nodeSpec is one node as New or NewFromConns was given it.
+type nodeSpec struct {
+	conn    transport.Conn
+	mk      func(node.Tracker) *node.Node
+	servers []string // see node.Servers
+	multi   string   // a go-redis cluster or ring client's type: no durable votes
+	cluster bool
+	pubsub  bool  // waiters subscribe on it (see package handoff)
+	bad     error // a nil client
+}
+
 func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, error) {
+	specs := make([]nodeSpec, len(clients))
+	for i, cl := range clients {
+		if isNil(cl) {
+			specs[i].bad = invalid("node %d: nil client %T", i, cl)
+			continue
+		}
+		gc := goredisconn.New(cl)
+		specs[i] = nodeSpec{conn: gc, servers: node.Servers(cl), cluster: gc.Cluster(), pubsub: gc.Plain(),
+			mk: func(t node.Tracker) *node.Node { return node.New(cl, t) }}
+		switch cl.(type) {
+		case *redis.ClusterClient, *redis.Ring:
+			specs[i].multi = fmt.Sprintf("%T", cl)
+		}
+	}
+	return build(specs, owned, opts)
+}
+
+func build(specs []nodeSpec, owned []redis.UniversalClient, opts []Option) (*Client, error) {
 	o := defaults()
 	for _, opt := range opts {
 		if opt == nil {
@@ -230,41 +288,45 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 		}
 		opt.apply(&o)
 	}
-	if len(clients) == 0 {
+	if len(specs) == 0 {
 		return nil, invalid("no nodes")
 	}
-	if len(clients) > maxNodes {
-		return nil, invalid("%d nodes; at most %d are supported", len(clients), maxNodes)
+	if len(specs) > maxNodes {
+		return nil, invalid("%d nodes; at most %d are supported", len(specs), maxNodes)
 	}
-	if err := o.validate(len(clients)); err != nil {
+	if err := o.validate(len(specs)); err != nil {
 		return nil, err
 	}
-	c := &Client{owned: owned, need: o.quorum.need(len(clients)), o: o, ends: deadline.New(), now: o.clock.Now}
-	seen := make(map[string]int, len(clients))
-	for i, cl := range clients {
-		if isNil(cl) {
-			return nil, invalid("node %d: nil client %T", i, cl)
+	c := &Client{owned: owned, need: o.quorum.need(len(specs)), o: o, ends: deadline.New(), now: o.clock.Now}
+	seen := make(map[string]int, len(specs))
+	conns := make([]transport.Conn, len(specs))
+	var subs []transport.Conn
+	for i, sp := range specs {
+		if sp.bad != nil {
+			return nil, sp.bad
 		}
-		if err := durableTopology(o.durable, i, cl); err != nil {
+		if err := durableTopology(o.durable, i, sp.multi); err != nil {
 			return nil, err
 		}
-		for _, s := range node.Servers(cl) {
+		for _, s := range sp.servers {
 			if j, dup := seen[s]; dup && j != i {
 				return nil, invalid("nodes %d and %d are the same server %s: one server would cast two votes", j, i, s)
 			}
 			seen[s] = i
 		}
-		n := node.New(cl, &c.wg)
+		n := sp.mk(&c.wg)
 		n.Coalesce(o.coalesce)
 		n.Durable(o.durable)
-		if _, ok := cl.(*redis.ClusterClient); ok {
-			c.cluster = true
-		}
+		c.cluster = c.cluster || sp.cluster
 		c.retries = c.retries || n.Retries()
 		c.nodes = append(c.nodes, n)
+		conns[i] = sp.conn
+		if sp.pubsub {
+			subs = append(subs, sp.conn)
+		}
 	}
 	c.health = make([]nodeHealth, len(c.nodes))
-	c.setupQuarantine(clients)
+	c.setupQuarantine(conns)
 	c.setupDrift()
 	if len(c.gates) > 0 {
 		c.countsFn = func(i int) bool { return c.discount(i) == nil } // made once, not per round
@@ -276,7 +338,7 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 	c.id, c.prefix = id, id+":"
 	c.closing, c.stop = context.WithCancel(context.Background())
 	c.renewer.epoch = o.clock.Now()
-	if c.hub, err = handoff.New(clients, handoff.Config{Quorum: c.need}); err != nil {
+	if c.hub, err = handoff.NewConns(subs, handoff.Config{Quorum: c.need}); err != nil {
 		return nil, invalid("%v", err)
 	}
 	c.startDrift() // last: nothing below can fail
@@ -291,14 +353,11 @@ func newClient(clients, owned []redis.UniversalClient, opts []Option) (*Client, 
 // WAITAOF confirms only the writes of its own connection to one server,
 // and such a client sends the keyless WAITAOF to a shard of its choosing
 // (or refuses it), not behind the command it should confirm.
-func durableTopology(durable bool, i int, cl redis.UniversalClient) error {
-	switch cl.(type) {
-	case *redis.ClusterClient, *redis.Ring:
-		if durable {
-			return invalid("node %d: durable votes need standalone or Sentinel-failover nodes (*redis.Client), not a %T: "+
-				"WAITAOF confirms only the writes of its own connection to one server, and a cluster or ring client "+
-				"sends it, keyless, to some shard, not behind the command on the key's", i, cl)
-		}
+func durableTopology(durable bool, i int, multi string) error {
+	if durable && multi != "" {
+		return invalid("node %d: durable votes need standalone or Sentinel-failover nodes (*redis.Client), not a %s: "+
+			"WAITAOF confirms only the writes of its own connection to one server, and a cluster or ring client "+
+			"sends it, keyless, to some shard, not behind the command on the key's", i, multi)
 	}
 	return nil
 }

@@ -11,6 +11,10 @@ require (
 	github.com/redlock-go/redlock v0.1.0
 	github.com/redlock-go/redlock/redlockotel v0.1.0
 	github.com/redlock-go/redlock/redlocktest v0.1.0
+	github.com/redlock-go/redlock/rueidisconn v0.1.0
+	github.com/redlock-go/redlock/valkeyconn v0.1.0
+	github.com/redis/rueidis v1.0.80
+	github.com/valkey-io/valkey-go v1.0.80
 	github.com/testcontainers/testcontainers-go v0.45.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/prometheus v0.69.0

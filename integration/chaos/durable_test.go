@@ -74,12 +74,12 @@ func durableNodes(t *testing.T, n int) []*harness.Node {
 func majorityRestart(t *testing.T, nodes []*harness.Node, wipe bool, opts ...redlock.Option) ([]Record, *redlock.Client, *redlock.Client, *redlock.Lock, error) {
 	ctx := context.Background()
 	opts = append([]redlock.Option{redlock.WithNodeTimeout(3 * time.Second), redlock.WithMaxAttempts(1)}, opts...)
-	a, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	a, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.Close() })
-	b, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	b, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,12 +248,12 @@ func TestDurableFailoverToLaggingReplica(t *testing.T) {
 		urls[i] = p.URL()
 	}
 	opts := []redlock.Option{redlock.WithNodeTimeout(3 * time.Second), redlock.WithMaxAttempts(1), redlock.WithDurableVotes()}
-	a, err := redlock.NewFromURLs(urls, opts...)
+	a, err := harness.NewClient(t, urls, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	b, err := redlock.NewFromURLs(urls, opts...)
+	b, err := harness.NewClient(t, urls, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

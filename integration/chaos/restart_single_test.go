@@ -208,7 +208,7 @@ func newTryer(t *testing.T, contender string, nodes []*harness.Node, key string)
 	case "redlock durable":
 		opts = append(opts, redlock.WithDurableVotes())
 	}
-	c, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	c, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

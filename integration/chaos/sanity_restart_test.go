@@ -22,12 +22,12 @@ func TestSanityRestartDeterministic(t *testing.T) {
 	// it.
 	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithMaxAttempts(1),
 		redlock.WithRestartQuarantine(redlock.QuarantineOff)} // the unprotected case
-	a, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	a, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	b, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

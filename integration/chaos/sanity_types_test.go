@@ -29,12 +29,12 @@ func restartedMajority(t *testing.T, first, second func(*redlock.Client) []Recor
 	// unprotected case.
 	opts := []redlock.Option{redlock.WithNodeTimeout(time.Second), redlock.WithMaxAttempts(1),
 		redlock.WithRestartQuarantine(redlock.QuarantineOff)}
-	a, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	a, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	b, err := redlock.NewFromURLs(harness.URLs(nodes), opts...)
+	b, err := harness.NewClient(t, harness.URLs(nodes), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redlock-go/redlock"
+	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/observe"
 )
 
@@ -33,7 +34,7 @@ func TestSanityWatchdogRestartDeterministic(t *testing.T) {
 				renewals.Add(1)
 			}
 		})}
-	a, err := redlock.NewFromURLs(c.URLs(0), opts...)
+	a, err := harness.NewClient(t, c.URLs(0), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +61,7 @@ func TestSanityWatchdogRestartDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	// B is made after the restart: no stale connection to node 2.
-	b, err := redlock.NewFromURLs(c.URLs(1), redlock.WithNodeTimeout(time.Second), redlock.WithRestartQuarantine(redlock.QuarantineOff))
+	b, err := harness.NewClient(t, c.URLs(1), redlock.WithNodeTimeout(time.Second), redlock.WithRestartQuarantine(redlock.QuarantineOff))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func TestDurableVotesRefusedByACL(t *testing.T) {
 		}
 		urls[i] = "redis://locker:s3cret@" + n.Addr
 	}
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second), redlock.WithDurableVotes())
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second), redlock.WithDurableVotes())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestRegisterTransientErrorsDoNotUnprotect(t *testing.T) {
 			ctx := context.Background()
 			nodes := harness.Start(t, 3, harness.Config{})
 			ps, urls := proxies(t, nodes, false)
-			a, err := redlock.NewFromURLs([]string{nodes[0].URL(), urls[1], urls[2]}, redlock.WithNodeTimeout(300*time.Millisecond))
+			a, err := harness.NewClient(t, []string{nodes[0].URL(), urls[1], urls[2]}, redlock.WithNodeTimeout(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestRestartBehindConnectionKeepingProxy(t *testing.T) {
 			nodes := harness.Start(t, 5, harness.Config{})
 			_, keptURLs := proxies(t, nodes, true)
 			aps, aURLs := proxies(t, nodes, false)
-			a, err := redlock.NewFromURLs(aURLs, redlock.WithNodeTimeout(300*time.Millisecond))
+			a, err := harness.NewClient(t, aURLs, redlock.WithNodeTimeout(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -141,7 +141,7 @@ func TestRestartBehindConnectionKeepingProxy(t *testing.T) {
 			if tc.off {
 				opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 			}
-			b, err := redlock.NewFromURLs(keptURLs, opts...)
+			b, err := harness.NewClient(t, keptURLs, opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,7 +227,7 @@ func TestIncurableRefusalEndsTheCall(t *testing.T) {
 			}
 			urls[i] = "redis://noinfo:pw@" + n.Addr
 		}
-		c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+		c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestIncurableRefusalEndsTheCall(t *testing.T) {
 			}
 		}
 		urls := []string{"redis://part:pw@" + nodes[0].Addr, "redis://part:pw@" + nodes[1].Addr, "redis://part:pw@" + nodes[2].Addr}
-		c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+		c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}

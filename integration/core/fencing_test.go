@@ -107,7 +107,7 @@ func TestFencingRaisesLaggingRegisters(t *testing.T) {
 	// Any later holder reads it from a quorum, whichever nodes grant.
 	for i := 0; i < 3; i++ { // take nodes away so that other quorums decide
 		nodes[i].Freeze()
-		d, err := redlock.NewFromURLs(harness.URLs(nodes), redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond))
+		d, err := harness.NewClient(t, harness.URLs(nodes), redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond))
 		if err != nil {
 			t.Fatal(err)
 		}

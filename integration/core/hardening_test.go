@@ -47,7 +47,7 @@ func TestOneServerTwiceRefusedBeforeTraffic(t *testing.T) {
 		{"redis://" + a.Addr + "/0", b.URL(), "redis://" + a.Addr + "/1"},
 		{"redis://localhost:" + port, b.URL(), a.URL()},
 	} {
-		c, err := redlock.NewFromURLs(urls)
+		c, err := harness.NewClient(t, urls)
 		if err == nil {
 			_, lerr := c.TryLock(context.Background(), "k", time.Second)
 			c.Close()

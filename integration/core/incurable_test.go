@@ -87,7 +87,7 @@ func TestIncurableMajorityAnswersLate(t *testing.T) {
 		}
 	}
 	holdOn(t, nodes[:2], "lock:late")
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestIncurableACLChangedAtRunTime(t *testing.T) {
 		setACL(t, n, aclAllKeys)
 		urls[i] = "redis://locker:pw@" + n.Addr
 	}
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

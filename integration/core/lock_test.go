@@ -1249,7 +1249,7 @@ func behindProxy(t *testing.T, opts ...redlock.Option) (*redlock.Client, []*harn
 	t.Cleanup(p.Close)
 	urls := harness.URLs(nodes)
 	urls[4] = p.URL()
-	c, err := redlock.NewFromURLs(urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	c, err := harness.NewClient(t, urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,7 @@ func client(t testing.TB, nodes []*harness.Node, opts ...redlock.Option) *redloc
 	// A node timeout that a loaded machine (-race, CPU hogs beside it) does
 	// not reach on a healthy node; tests of timeouts set their own (later
 	// options win).
-	c, err := redlock.NewFromURLs(harness.URLs(nodes), append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	c, err := harness.NewClient(t, harness.URLs(nodes), append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

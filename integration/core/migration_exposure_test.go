@@ -29,7 +29,7 @@ func TestMigrationRedsyncTakesOverAfterRestarts(t *testing.T) {
 			ctx := context.Background()
 			nodes := harness.Start(t, 5, harness.Config{})
 			ps, urls := proxies(t, nodes, false)
-			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second),
+			c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second),
 				redlock.WithRestartQuarantine(15*time.Second, redlock.QuarantineSettingFloor),
 				redlock.WithWatchdog(10*time.Second, 200*time.Millisecond))
 			if err != nil {

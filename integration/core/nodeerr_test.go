@@ -49,7 +49,7 @@ func TestNoCleanupWhereNothingWasWritten(t *testing.T) {
 			calls := map[string]int{} // op: calls to the bad node
 			var badErr error
 			badAddr := reportedAddr(urls, 4)
-			c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second),
+			c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second),
 				redlock.WithNodeObserver(func(e observe.NodeEvent) {
 					if e.Addr != badAddr {
 						return
@@ -135,6 +135,13 @@ func closedPort(t *testing.T) string {
 // The clean-up of a node whose yes came after its failed round was decided
 // goes out from the late-answer path; node observers see it too.
 func TestLateCleanupIsObserved(t *testing.T) {
+	if tr := harness.Transport(); tr != "goredis" {
+		// The scenario needs the frozen node's first command written before
+		// it thaws: go-redis (RESP2) writes on a fresh connection at once;
+		// rueidis and valkey-go wait for HELLO's answer first, so the
+		// identity read is cut short unsent and nothing needs undoing.
+		t.Skipf("via %s nothing is written to a node frozen before its first connection", tr)
+	}
 	nodes := harness.Start(t, 3, harness.Config{})
 	for i := 0; i < 2; i++ {
 		set(t, nodes[i], "k", "someone else", time.Minute)

@@ -39,6 +39,13 @@ func restartedBehindHolder(t *testing.T, nodes []*harness.Node, b *redlock.Clien
 }
 
 func TestRestartQuarantineOffDoubleGrant(t *testing.T) {
+	if tr := harness.Transport(); tr != "goredis" {
+		// The scenario needs the first command after the restarts to reach
+		// the new processes: go-redis checks a pooled connection before it
+		// sends; rueidis and valkey-go send on the old one, whose EOF fails
+		// the try (an unknown outcome, undone), so no double grant shows.
+		t.Skipf("via %s the first command after a restart meets the old connection's EOF", tr)
+	}
 	nodes := harness.Start(t, 5, harness.Config{})
 	b := client(t, nodes, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 	l, err := restartedBehindHolder(t, nodes, b, "q:off", time.Minute)
@@ -156,7 +163,7 @@ func TestAliasVotesOnce(t *testing.T) {
 		if !on {
 			opts = append(opts, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 		}
-		c, err := redlock.NewFromURLs(urls, opts...)
+		c, err := harness.NewClient(t, urls, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,7 +266,7 @@ func TestQuarantineRegisterRefusedByACL(t *testing.T) {
 	for i, n := range nodes {
 		urls[i] = "redis://locker:pw@" + n.Addr
 	}
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(time.Second))
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func TestLocalReadersHoldTogether(t *testing.T) {
 	const readers = 6
 	nodes := harness.Start(t, 3, harness.Config{})
 	ps, urls := proxies(t, nodes, false)
-	c, err := redlock.NewFromURLs(urls, redlock.WithNodeTimeout(5*time.Second))
+	c, err := harness.NewClient(t, urls, redlock.WithNodeTimeout(5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,7 +182,7 @@ func failoverThenRestart(t *testing.T, cfg harness.Config, opts []redlock.Option
 		ps[i], urls[i] = p, p.URL()
 	}
 	newClient := func() *redlock.Client {
-		c, err := redlock.NewFromURLs(urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+		c, err := harness.NewClient(t, urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -285,7 +285,7 @@ func TestSemaphoreAcrossDifferentMajorities(t *testing.T) {
 		for _, i := range r {
 			u[i] = urls[i]
 		}
-		c, err := redlock.NewFromURLs(u, redlock.WithNodeTimeout(time.Second))
+		c, err := harness.NewClient(t, u, redlock.WithNodeTimeout(time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -348,7 +348,7 @@ func TestTypeOptionsRefusedBeforeTraffic(t *testing.T) {
 			return err
 		},
 		"type on a New": func() error {
-			_, err := redlock.NewFromURLs([]string{"redis://127.0.0.1:1"}, redlock.ReadLock())
+			_, err := harness.NewClient(t, []string{"redis://127.0.0.1:1"}, redlock.ReadLock())
 			return err
 		},
 	} {

@@ -198,7 +198,7 @@ func TestWaiterPollsWithoutSubscription(t *testing.T) {
 		}
 		urls[i] = "redis://nosub:pw@" + n.Addr
 	}
-	b, err := redlock.NewFromURLs(urls)
+	b, err := harness.NewClient(t, urls)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redlock-go/redlock/integration/harness"
 	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/transport"
 )
 
 func TestMain(m *testing.M) {
@@ -35,6 +36,9 @@ const hang = 2 * time.Minute
 // then the clients) when the test ends.
 func newHub(t *testing.T, addrs []string, cfg handoff.Config) *handoff.Hub {
 	t.Helper()
+	if tr := harness.Transport(); tr != "goredis" {
+		return newHubConns(t, tr, addrs, cfg)
+	}
 	clients := make([]redis.UniversalClient, len(addrs))
 	for i, a := range addrs {
 		c := redis.NewClient(&redis.Options{Addr: a, ContextTimeoutEnabled: true, MaxRetries: -1, ClientName: hubName})
@@ -42,6 +46,26 @@ func newHub(t *testing.T, addrs []string, cfg handoff.Config) *handoff.Hub {
 		clients[i] = c
 	}
 	h, err := handoff.New(clients, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// newHubConns is newHub over the transport REDLOCK_TRANSPORT names.
+func newHubConns(t *testing.T, tr string, addrs []string, cfg handoff.Config) *handoff.Hub {
+	t.Helper()
+	conns := make([]transport.Conn, len(addrs))
+	for i, a := range addrs {
+		c, closeFn, err := harness.OpenConn(tr, "redis://"+a+"?client_name="+hubName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeFn)
+		conns[i] = c
+	}
+	h, err := handoff.NewConns(conns, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

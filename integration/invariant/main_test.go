@@ -193,7 +193,7 @@ func (cl *cluster) latency(d time.Duration) {
 // a Close that never returns must fail the test, not hang it.
 func newClient(t testing.TB, urls []string, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
-	c, err := redlock.NewFromURLs(urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
+	c, err := harness.NewClient(t, urls, append([]redlock.Option{redlock.WithNodeTimeout(time.Second)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/goredisconn"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Prefix begins the channel of every key: see Channel.
@@ -130,6 +133,41 @@ type Hub struct {
 // stay open until Close has returned. New returns an error for a nil
 // client or a negative duration in cfg.
 func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
+	h, err := newHub(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, cl := range clients {
+		c, plain := cl.(*redis.Client)
+		if cl == nil || (plain && c == nil) {
+			return nil, fmt.Errorf("redlock: handoff: node %d: nil client", i)
+		}
+		if plain {
+			h.subs = append(h.subs, &sub{idx: len(h.subs), conn: goredisconn.New(c), dirty: make(chan struct{}, 1)})
+		}
+	}
+	return h.start(cfg), nil
+}
+
+// NewConns is New over transports: every conn is one node to subscribe
+// on (the caller leaves out those that cannot). New returns an error for
+// a nil conn or a negative duration in cfg.
+func NewConns(conns []transport.Conn, cfg Config) (*Hub, error) {
+	h, err := newHub(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range conns {
+		if c == nil {
+			return nil, fmt.Errorf("redlock: handoff: node %d: nil transport", i)
+		}
+		h.subs = append(h.subs, &sub{idx: len(h.subs), conn: c, dirty: make(chan struct{}, 1)})
+	}
+	return h.start(cfg), nil
+}
+
+// newHub checks cfg and makes a Hub without nodes.
+func newHub(cfg Config) (*Hub, error) {
 	if cfg.SubscribeTimeout < 0 || cfg.HealthCheck < 0 || cfg.Quorum < 0 {
 		return nil, fmt.Errorf("redlock: handoff: negative duration in %+v", cfg)
 	}
@@ -139,19 +177,14 @@ func New(clients []redis.UniversalClient, cfg Config) (*Hub, error) {
 	if cfg.HealthCheck == 0 {
 		cfg.HealthCheck = DefaultHealthCheck
 	}
-	h := &Hub{cfg: cfg, keys: make(map[string]*queue)}
-	for i, cl := range clients {
-		c, plain := cl.(*redis.Client)
-		if cl == nil || (plain && c == nil) {
-			return nil, fmt.Errorf("redlock: handoff: node %d: nil client", i)
-		}
-		if plain {
-			h.subs = append(h.subs, &sub{idx: len(h.subs), client: c, dirty: make(chan struct{}, 1)})
-		}
-	}
+	return &Hub{cfg: cfg, keys: make(map[string]*queue)}, nil
+}
+
+// start sets the quorum over h's nodes and its context.
+func (h *Hub) start(cfg Config) *Hub {
 	h.quorum = min(max(cfg.Quorum, 1), max(len(h.subs), 1))
 	h.ctx, h.stop = context.WithCancel(context.Background())
-	return h, nil
+	return h
 }
 
 // EnterWant puts a waiter for key that asks for want (nil: anything) at
@@ -339,7 +372,7 @@ func (h *Hub) Close() {
 	}
 	h.closed = true
 	h.stop()
-	var open []*redis.PubSub
+	var open []transport.Subscription
 	for _, s := range h.subs {
 		if s.ps != nil {
 			open = append(open, s.ps)
@@ -362,7 +395,7 @@ func (h *Hub) want(key string, on bool) {
 	if !h.started {
 		h.started = true
 		for _, s := range h.subs {
-			s.ps = s.client.Subscribe(h.ctx) // no channels: nothing is sent yet
+			s.ps = s.subscribe(h) // no channels: nothing is sent yet
 			s.changes = make(map[string]bool)
 			h.wg.Add(2)
 			go s.read(h)

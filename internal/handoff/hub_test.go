@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/transport"
 )
 
 // never is a wait that only a wake-up can end within a test: the tests
@@ -167,7 +169,7 @@ func TestOnlyHeadIsWoken(t *testing.T) {
 	if r := get(t, first); !r.woken || r.err != nil {
 		t.Fatalf("head: %+v; want woken", r)
 	}
-	h.notify(&redis.Message{Channel: Channel("k")})
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k")})
 	h.ReleasedOwner("other", "") // no waiters: nothing happens
 	blocked(t, behind, "second waiter")
 	cancel()
@@ -201,7 +203,7 @@ func TestPendingWake(t *testing.T) {
 	if w, err := tn.Wait(context.Background(), 0); w || err != nil {
 		t.Fatalf("Wait(0) = %v, %v; want false at once", w, err)
 	}
-	h.notify(&redis.Message{Channel: Channel("k")})
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k")})
 	if w, err := tn.Wait(context.Background(), 0); !w || err != nil {
 		t.Fatalf("Wait(0) = %v, %v; want the pending notification", w, err)
 	}
@@ -219,7 +221,7 @@ func TestNotificationWakesWaitingHead(t *testing.T) {
 	for !h.waiting(tn) {
 		runtime.Gosched()
 	}
-	h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-1"})
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-1"})
 	if r := get(t, ch); !r.woken || r.err != nil {
 		t.Fatalf("Wait: %+v; want woken", r)
 	}
@@ -242,7 +244,7 @@ func TestDuplicateNotificationsAreDropped(t *testing.T) {
 	tn := h.EnterWant("k", nil)
 	defer tn.Leave()
 	for i := 0; i < 3; i++ { // one release, three nodes
-		h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-A"})
+		h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-A"})
 	}
 	if w, _ := tn.Wait(context.Background(), 0); !w {
 		t.Fatal("not woken")
@@ -251,15 +253,15 @@ func TestDuplicateNotificationsAreDropped(t *testing.T) {
 		t.Fatal("woken twice by one release")
 	}
 	h.ReleasedOwner("k", "owner-B")
-	h.notify(&redis.Message{Channel: Channel("k"), Payload: "owner-B"})
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-B"})
 	if w, _ := tn.Wait(context.Background(), 0); !w {
 		t.Fatal("not woken by ReleasedOwner")
 	}
 	if w, _ := tn.Wait(context.Background(), 0); w {
 		t.Fatal("the nodes' notification of a local release woke the head again")
 	}
-	h.notify(&redis.Message{Channel: Channel("k")}) // no payload: never a duplicate
-	h.notify(&redis.Message{Channel: "other:k"})    // not ours
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("k")}) // no payload: never a duplicate
+	h.notify(transport.Event{Kind: transport.Message, Channel: "other:k"})    // not ours
 	if w, _ := tn.Wait(context.Background(), 0); !w {
 		t.Fatal("not woken by a notification without payload")
 	}

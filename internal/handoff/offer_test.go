@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Offer hands a value to the head whose want fits; a head that leaves
@@ -100,14 +100,14 @@ func TestNotificationQuorum(t *testing.T) {
 		t.Fatal(r.err)
 	}
 	ch := waitAsync(ctx, tn, never)
-	h.notifyFrom(0, &redis.Message{Channel: Channel("k"), Payload: "owner-1"})
-	h.notifyFrom(0, &redis.Message{Channel: Channel("k"), Payload: "owner-1"}) // the same node again
+	h.notifyFrom(0, transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-1"})
+	h.notifyFrom(0, transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-1"}) // the same node again
 	blocked(t, ch, "one node of two announced")
-	h.notifyFrom(2, &redis.Message{Channel: Channel("k"), Payload: "owner-1"})
+	h.notifyFrom(2, transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-1"})
 	if r := get(t, ch); !r.woken {
 		t.Fatalf("after a quorum: %+v", r)
 	}
-	h.notifyFrom(1, &redis.Message{Channel: Channel("k"), Payload: "owner-1"}) // the third: a duplicate
+	h.notifyFrom(1, transport.Event{Kind: transport.Message, Channel: Channel("k"), Payload: "owner-1"}) // the third: a duplicate
 	if s := h.Stats(); s.Notified != 1 || s.Duplicates != 1 {
 		t.Fatalf("stats %+v", s)
 	}

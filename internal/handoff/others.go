@@ -23,9 +23,27 @@ func (h *Hub) Others(ctx context.Context, key string) (bool, error) {
 	}
 	s := h.subs[int(h.asked.Add(1)-1)%len(h.subs)]
 	ch := Channel(key)
-	n, err := s.client.PubSubNumSub(ctx, ch).Result()
+	v, err := s.conn.Do(ctx, "pubsub", "numsub", ch)
 	if err != nil {
 		return false, err
 	}
-	return n[ch] > 1, nil
+	return numSub(v, ch) > 1, nil
+}
+
+// numSub reads PUBSUB NUMSUB's reply (channel, count pairs: a flat array,
+// or a map in RESP3) for ch.
+func numSub(v any, ch string) int64 {
+	switch x := v.(type) {
+	case []any:
+		for i := 0; i+1 < len(x); i += 2 {
+			if c, _ := x[i].(string); c == ch {
+				n, _ := x[i+1].(int64)
+				return n
+			}
+		}
+	case map[string]any:
+		n, _ := x[ch].(int64)
+		return n
+	}
+	return 0
 }

@@ -2,13 +2,11 @@ package handoff
 
 import (
 	"context"
-	"errors"
 	"math/bits"
-	"net"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Waits of a node's reader between failed reads (the node is down: each
@@ -45,12 +43,12 @@ const (
 // Meanwhile nothing is subscribed, so the connection's silence is not
 // checked.
 type sub struct {
-	idx    int // among the Hub's subs
-	client *redis.Client
-	dirty  chan struct{} // capacity 1: changes or resync to apply
+	idx   int // among the Hub's subs
+	conn  transport.Conn
+	dirty chan struct{} // capacity 1: changes or resync to apply
 
 	// guarded by Hub.mu
-	ps      *redis.PubSub
+	ps      transport.Subscription
 	changes map[string]bool // since the last sync: key -> subscribe (true) or unsubscribe
 	resync  bool            // ps is new: subscribe every waited-for key
 	held    time.Time       // a refusal holds subscriptions back until then; zero: none
@@ -76,7 +74,7 @@ func (s *sub) read(h *Hub) {
 		// The ctx bounds a dial (and its handshake) that the read makes
 		// when the connection is down; the read itself ends at HealthCheck.
 		ctx, cancel := context.WithTimeout(h.ctx, 2*h.cfg.HealthCheck)
-		msg, err := ps.ReceiveTimeout(ctx, h.cfg.HealthCheck)
+		msg, err := ps.Receive(ctx, h.cfg.HealthCheck)
 		cancel()
 		if h.ctx.Err() != nil {
 			return
@@ -89,26 +87,23 @@ func (s *sub) read(h *Hub) {
 			h.st.reconnects.Add(1)
 		}
 		st = readState{}
-		switch m := msg.(type) {
-		case *redis.Message:
-			h.notifyFrom(s.idx, m)
-		case *redis.Subscription:
-			if m.Kind == "subscribe" {
-				h.mu.Lock()
-				s.hold = 0
-				h.mu.Unlock()
-			}
+		switch msg.Kind {
+		case transport.Message:
+			h.notifyFrom(s.idx, msg)
+		case transport.Subscribed:
+			h.mu.Lock()
+			s.hold = 0
+			h.mu.Unlock()
 		}
 	}
 }
 
 // failed handles a failed read of ps.
-func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
-	var refused redis.Error
+func (s *sub) failed(h *Hub, ps transport.Subscription, err error, st *readState) {
 	switch {
 	case s.current(h) != ps:
 		// replaced meanwhile (a stall, a hold-off's end): read the new one
-	case errors.As(err, &refused):
+	case transport.IsErrorReply(err):
 		// The node refused a command sent on the connection (SUBSCRIBE
 		// without the channel permission): the connection itself is fine.
 		h.st.subErrors.Add(1)
@@ -116,7 +111,7 @@ func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
 			h.st.reconnects.Add(1)
 		}
 		*st = readState{}
-		s.refused(h, refused)
+		s.refused(h, err)
 	case timeout(err) && !s.checked(h):
 		st.pinged = false
 	case timeout(err) && !st.pinged:
@@ -147,7 +142,7 @@ func (s *sub) failed(h *Hub, ps *redis.PubSub, err error, st *readState) {
 
 // refused holds the node's subscriptions back after it refused err; the
 // other refusals of the commands already sent fall in the same hold-off.
-func (s *sub) refused(h *Hub, err redis.Error) {
+func (s *sub) refused(h *Hub, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if strings.Contains(err.Error(), "'ping'") {
@@ -170,7 +165,7 @@ func (s *sub) checked(h *Hub) bool {
 	return s.held.IsZero() && !s.noPing
 }
 
-func (s *sub) current(h *Hub) *redis.PubSub {
+func (s *sub) current(h *Hub) transport.Subscription {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return s.ps
@@ -178,13 +173,13 @@ func (s *sub) current(h *Hub) *redis.PubSub {
 
 // replace puts a new PubSub in the place of old, which stalled, and has
 // sync subscribe it to every waited-for key.
-func (s *sub) replace(h *Hub, old *redis.PubSub) {
+func (s *sub) replace(h *Hub, old transport.Subscription) {
 	h.mu.Lock()
 	if h.closed || s.ps != old {
 		h.mu.Unlock()
 		return
 	}
-	s.ps = s.client.Subscribe(h.ctx) // no channels: nothing is sent yet
+	s.ps = s.subscribe(h) // no channels: nothing is sent yet
 	s.resync = true
 	signal(s.dirty)
 	h.mu.Unlock()
@@ -193,14 +188,14 @@ func (s *sub) replace(h *Hub, old *redis.PubSub) {
 
 // notify dispatches a release notification to its key's head, as from
 // the first node (tests).
-func (h *Hub) notify(m *redis.Message) { h.notifyFrom(0, m) }
+func (h *Hub) notify(m transport.Event) { h.notifyFrom(0, m) }
 
 // notifyFrom dispatches a release notification that node sub idx sent to
 // its key's head and Watches. A notification with a payload (the released
 // owner value) wakes them once Config.Quorum nodes have sent it: the release script runs on each
 // node in turn, and a waiter woken by the first would find the key still
 // held on the others.
-func (h *Hub) notifyFrom(idx int, m *redis.Message) {
+func (h *Hub) notifyFrom(idx int, m transport.Event) {
 	h.st.messages.Add(1)
 	key, ok := strings.CutPrefix(m.Channel, Prefix)
 	if !ok {
@@ -298,7 +293,7 @@ func (s *sub) sync(h *Hub) {
 // after a refusal. When the hold-off has just ended, it puts a new PubSub
 // in the place of the current one, which it returns for the caller to
 // close, and has every waited-for key subscribed. h.mu is held.
-func (s *sub) holdOff(h *Hub) (time.Duration, *redis.PubSub) {
+func (s *sub) holdOff(h *Hub) (time.Duration, transport.Subscription) {
 	if s.held.IsZero() {
 		return 0, nil
 	}
@@ -308,7 +303,7 @@ func (s *sub) holdOff(h *Hub) (time.Duration, *redis.PubSub) {
 	}
 	s.held = time.Time{}
 	old := s.ps
-	s.ps = s.client.Subscribe(h.ctx) // no channels: nothing is sent yet
+	s.ps = s.subscribe(h) // no channels: nothing is sent yet
 	s.resync = true
 	return 0, old
 }
@@ -326,7 +321,26 @@ func (s *sub) send(h *Hub, call func(context.Context, ...string) error, channels
 }
 
 // timeout reports a deadline or socket timeout.
-func timeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout())
+func timeout(err error) bool { return transport.IsTimeout(err) }
+
+// subscribe returns a new subscription of the node's: nothing is sent
+// yet. A transport that cannot subscribe gets one whose reads fail.
+func (s *sub) subscribe(h *Hub) transport.Subscription {
+	ps, err := s.conn.Subscribe(h.ctx)
+	if err != nil {
+		return failedSub{err}
+	}
+	return ps
+}
+
+// failedSub is the subscription of a node whose transport could not make
+// one: every call fails with its error (a read after a pause, see failed).
+type failedSub struct{ err error }
+
+func (f failedSub) Subscribe(context.Context, ...string) error   { return f.err }
+func (f failedSub) Unsubscribe(context.Context, ...string) error { return f.err }
+func (f failedSub) Ping(context.Context) error                   { return f.err }
+func (f failedSub) Close() error                                 { return nil }
+func (f failedSub) Receive(context.Context, time.Duration) (transport.Event, error) {
+	return transport.Event{}, f.err
 }

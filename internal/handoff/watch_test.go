@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // watchAsync runs w.Wait on its own goroutine.
@@ -39,18 +39,18 @@ func TestWatchWokenByAnyKey(t *testing.T) {
 	}
 	ch := watchAsync(ctx, w, never)
 	h.ReleasedOwner("a", "local") // a pass inside the process: the key stays held on the nodes
-	h.notifyFrom(0, &redis.Message{Channel: Channel("b"), Payload: "owner-1"})
+	h.notifyFrom(0, transport.Event{Kind: transport.Message, Channel: Channel("b"), Payload: "owner-1"})
 	blocked(t, ch, "one node of two announced")
-	h.notifyFrom(1, &redis.Message{Channel: Channel("b"), Payload: "owner-1"})
+	h.notifyFrom(1, transport.Event{Kind: transport.Message, Channel: Channel("b"), Payload: "owner-1"})
 	if r := get(t, ch); !r.woken || r.err != nil {
 		t.Fatalf("Wait after a quorum announced b: %+v", r)
 	}
-	h.notifyFrom(2, &redis.Message{Channel: Channel("b"), Payload: "owner-1"}) // the same release
-	h.notifyFrom(0, &redis.Message{Channel: Channel("c"), Payload: "owner-2"}) // not its key
+	h.notifyFrom(2, transport.Event{Kind: transport.Message, Channel: Channel("b"), Payload: "owner-1"}) // the same release
+	h.notifyFrom(0, transport.Event{Kind: transport.Message, Channel: Channel("c"), Payload: "owner-2"}) // not its key
 	if r := get(t, watchAsync(ctx, w, time.Millisecond)); r.woken {
 		t.Fatalf("woken again: %+v", r)
 	}
-	h.notify(&redis.Message{Channel: Channel("a")}) // no payload: at once
+	h.notify(transport.Event{Kind: transport.Message, Channel: Channel("a")}) // no payload: at once
 	if r := get(t, watchAsync(ctx, w, never)); !r.woken {
 		t.Fatalf("not woken by a's release: %+v", r)
 	}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Command coalescing (auto-pipelining): while a call to the node is in
@@ -34,6 +34,11 @@ import (
 // Every caller has at most one command queued or in flight (it waits for
 // its answer or its deadline), and the queue is sent in order, so the
 // commands of one caller keep their order.
+//
+// Transports that pipeline on their own (rueidis, valkey-go: concurrent
+// commands share one connection's writes) already batch as this does; what
+// they lack is the not-sent error of a call whose deadline passed while
+// it was queued, and the late send of a release whose caller left.
 
 const (
 	maxBatch = 256  // commands of one pipeline
@@ -50,15 +55,16 @@ type coalescer struct {
 
 // pending is one queued call.
 type pending struct {
-	cmd      *redis.Cmd
-	deadline time.Time     // zero: none
-	budget   time.Duration // for a late send: the time its caller gave it
-	src      string        // for a late send: the script, for EVAL after NOSCRIPT
-	taken    bool          // under coalescer.mu: a batch took it (it may be written)
-	late     bool          // under coalescer.mu: its caller left; sent anyway
-	durable  bool          // confirmed on disk: its batch ends with a WAITAOF
-	aof      *redis.Cmd    // that WAITAOF, once sent
-	aofWait  time.Duration // its timeout
+	args     []interface{}
+	r        transport.Reply  // its reply, once done is closed
+	deadline time.Time        // zero: none
+	budget   time.Duration    // for a late send: the time its caller gave it
+	src      string           // for a late send: the script, for EVAL after NOSCRIPT
+	taken    bool             // under coalescer.mu: a batch took it (it may be written)
+	late     bool             // under coalescer.mu: its caller left; sent anyway
+	durable  bool             // confirmed on disk: its batch ends with a WAITAOF
+	aof      *transport.Reply // that WAITAOF's reply, once sent
+	aofWait  time.Duration    // its timeout
 	done     chan struct{}
 }
 
@@ -88,11 +94,10 @@ func NotSent(err error) bool {
 }
 
 // Coalesce turns command coalescing on for n (see package doc above
-// coalescer). Only plain *redis.Client nodes coalesce: cluster, ring and
-// other clients keep one command per call. Call it before n is used.
+// coalescer). Only nodes of one server coalesce: go-redis cluster and
+// ring clients keep one command per call. Call it before n is used.
 func (n *Node) Coalesce(on bool) {
-	_, plain := n.client.(*redis.Client)
-	n.coalesce = on && plain
+	n.coalesce = on && n.plain
 }
 
 // coalesced is DoValue's call for coalescing nodes: it returns the node's
@@ -108,7 +113,7 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		return v, err
 	}
 	args, _, want := n.wire(c)
-	p := &pending{cmd: redis.NewCmd(ctx, args...), durable: n.aof && c.grants, done: make(chan struct{})}
+	p := &pending{args: args, durable: n.aof && c.grants, done: make(chan struct{})}
 	if c.late {
 		p.src = c.src
 	}
@@ -129,7 +134,7 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 			return 0, ctx.Err()
 		}
 	}
-	v, err := reply(c, p.cmd)
+	v, err := reply(args, p.r)
 	if err != nil && keyPos(args) == 3 && isNoScript(err) {
 		return n.direct(ctx, c) // EVALSHA again, then EVAL: rare (restart, SCRIPT FLUSH)
 	}
@@ -137,7 +142,7 @@ func (n *Node) coalesced(ctx context.Context, c *Cmd) (int64, error) {
 		return 0, err
 	}
 	if err == nil && p.durable && c.yes(v) {
-		if derr := confirmed(p.aof, p.aofWait); derr != nil {
+		if derr := confirmed(*p.aof, p.aofWait); derr != nil {
 			return 0, derr
 		}
 	}
@@ -258,33 +263,27 @@ func (n *Node) send(b []*pending) {
 		ctx, cancel = context.WithDeadline(ctx, last)
 		defer cancel()
 	}
-	var w *redis.Cmd // one WAITAOF confirms every command of the batch
+	cmds := make([][]interface{}, len(b), len(b)+1)
+	for i, p := range b {
+		cmds[i] = p.args
+	}
+	var w *transport.Reply // one WAITAOF confirms every command of the batch
 	var wait time.Duration
 	for _, p := range b {
-		if p.durable && w == nil {
-			w, wait = waitAOF(ctx)
+		if p.durable {
+			var args []interface{}
+			args, wait = waitAOF(ctx)
+			cmds = append(cmds, args)
+			break
 		}
 	}
-	if len(b) == 1 && w == nil {
-		_ = n.client.Process(ctx, b[0].cmd)
-	} else {
-		p := n.client.Pipeline()
-		for _, q := range b {
-			_ = p.Process(ctx, q.cmd)
-		}
-		if w != nil {
-			_ = p.Process(ctx, w)
-		}
-		_, _ = p.Exec(ctx)
-		for _, q := range b {
-			ownReplies(q.cmd)
-		}
-		if w != nil {
-			ownReplies(w)
-		}
+	rs := make([]transport.Reply, len(cmds))
+	n.conn.Pipeline(ctx, cmds, rs)
+	if len(cmds) > len(b) {
+		w = &rs[len(b)]
 	}
-	for _, p := range b {
-		p.aof, p.aofWait = w, wait
+	for i, p := range b {
+		p.r, p.aof, p.aofWait = rs[i], w, wait
 	}
 	n.retryLate(b)
 	for _, p := range b {
@@ -298,15 +297,13 @@ func (n *Node) send(b []*pending) {
 // and one round trip each would hold this node's queue (and Close) for as
 // many node timeouts when the node is slow.
 func (n *Node) retryLate(b []*pending) {
-	var again []*redis.Cmd
+	var again [][]interface{}
 	var budget time.Duration
 	for _, p := range b {
-		if err := p.cmd.Err(); !p.late || err == nil || p.src == "" || !isNoScript(err) {
+		if err := p.r.Err; !p.late || err == nil || p.src == "" || !isNoScript(err) {
 			continue
 		}
-		cmd := redis.NewCmd(context.Background(), append([]interface{}{"eval", p.src}, p.cmd.Args()[2:]...)...)
-		cmd.SetFirstKeyPos(3)
-		again = append(again, cmd)
+		again = append(again, append([]interface{}{"eval", p.src}, p.args[2:]...))
 		budget = max(budget, p.budget)
 	}
 	if len(again) == 0 {
@@ -314,13 +311,5 @@ func (n *Node) retryLate(b []*pending) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
-	if len(again) == 1 {
-		_ = n.client.Process(ctx, again[0])
-		return
-	}
-	p := n.client.Pipeline()
-	for _, cmd := range again {
-		_ = p.Process(ctx, cmd)
-	}
-	_, _ = p.Exec(ctx)
+	n.conn.Pipeline(ctx, again, make([]transport.Reply, len(again)))
 }

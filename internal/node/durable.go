@@ -2,14 +2,12 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redlock-go/redlock/observe"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Durable votes: on a node with Durable(true), every command that may
@@ -39,13 +37,13 @@ type NotDurableError struct {
 }
 
 func (e *NotDurableError) Error() string {
-	var re redis.Error
+	msg, reply := errorReply(e.Err)
 	switch {
 	case e.Err == nil:
 		return fmt.Sprintf("%s: not fsynced within %v (under appendfsync everysec a node fsyncs for WAITAOF about every 1/hz s: raise hz, or the node timeout)", ErrNotDurable.Error(), e.Timeout)
-	case errors.As(e.Err, &re) && strings.HasPrefix(re.Error(), "NOPERM"):
+	case reply && strings.HasPrefix(msg, "NOPERM"):
 		return fmt.Sprintf("%s: WAITAOF refused by the node's ACL (the user needs +waitaof, as the lock's ACL line in docs/deployment.md says for durable votes): %v", ErrNotDurable.Error(), e.Err)
-	case errors.As(e.Err, &re):
+	case reply:
 		return fmt.Sprintf("%s: WAITAOF refused (it needs Redis 7.2+ or Valkey 8.0+ with appendonly yes): %v", ErrNotDurable.Error(), e.Err)
 	}
 	return fmt.Sprintf("%s: no answer to WAITAOF (timeout %v) before the node's deadline (a node answers a WAITAOF that timed out about every 1/hz s: raise hz, or the node timeout): %v", ErrNotDurable.Error(), e.Timeout, e.Err)
@@ -71,20 +69,23 @@ const waitMargin = 5 * time.Millisecond
 // on its connection, and its timeout: the time left before ctx's deadline
 // less a margin of the larger of waitMargin and a fifth of that time (at
 // least 1 ms).
-func waitAOF(ctx context.Context) (*redis.Cmd, time.Duration) {
+func waitAOF(ctx context.Context) ([]interface{}, time.Duration) {
 	t := noDeadlineWait
 	if d, ok := ctx.Deadline(); ok {
 		left := time.Until(d)
 		t = left - max(waitMargin, left/5)
 	}
 	t = max(t.Truncate(time.Millisecond), time.Millisecond)
-	return redis.NewCmd(ctx, "waitaof", 1, 0, t.Milliseconds()), t
+	return []interface{}{"waitaof", 1, 0, t.Milliseconds()}, t
 }
 
 // confirmed reads a WAITAOF reply: nil when the node fsynced, else the
 // *NotDurableError that says why not.
-func confirmed(w *redis.Cmd, t time.Duration) error {
-	v, err := w.Int64Slice()
+func confirmed(w transport.Reply, t time.Duration) error {
+	if w.Err != nil {
+		return &NotDurableError{Timeout: t, Err: w.Err}
+	}
+	v, err := toInts(w.Val)
 	switch {
 	case err != nil:
 		return &NotDurableError{Timeout: t, Err: err}
@@ -94,42 +95,23 @@ func confirmed(w *redis.Cmd, t time.Duration) error {
 	return nil
 }
 
-// pair sends cmd and a WAITAOF behind it in one pipeline, and returns
-// WAITAOF's verdict (see confirmedPipeline).
-func (n *Node) pair(ctx context.Context, cmd *redis.Cmd) error {
-	return n.confirmedPipeline(ctx, []*redis.Cmd{cmd})
+// pair sends args and a WAITAOF behind it in one pipeline, sets r to its
+// reply and returns WAITAOF's verdict (see confirmedPipeline).
+func (n *Node) pair(ctx context.Context, args []interface{}, r *transport.Reply) error {
+	rs := make([]transport.Reply, 1)
+	err := n.confirmedPipeline(ctx, [][]interface{}{args}, rs)
+	*r = rs[0]
+	return err
 }
 
 // confirmedPipeline sends cmds and one WAITAOF behind them in one
-// pipeline, and returns WAITAOF's verdict, which covers them all. Each
-// command, WAITAOF too, keeps its own reply (see ownReplies).
-func (n *Node) confirmedPipeline(ctx context.Context, cmds []*redis.Cmd) error {
+// pipeline, sets replies (len(cmds)) to their own replies and returns
+// WAITAOF's verdict, which covers them all.
+func (n *Node) confirmedPipeline(ctx context.Context, cmds [][]interface{}, replies []transport.Reply) error {
 	w, t := waitAOF(ctx)
-	p := n.client.Pipeline()
-	for _, c := range cmds {
-		_ = p.Process(ctx, c)
-	}
-	_ = p.Process(ctx, w)
-	_, _ = p.Exec(ctx)
-	ownReplies(cmds...)
-	ownReplies(w)
-	return confirmed(w, t)
-}
-
-// ownReplies gives each command of a pipeline its own reply back. go-redis
-// v9 (up to at least v9.14) takes the first command's error reply
-// (NOSCRIPT, NOPERM, or redis.Nil: SET NX refused) as the pipeline's and
-// sets it on every command that succeeded, whose replies it leaves in
-// place: granted locks would read as refused, and a WAITAOF that confirmed
-// them as failed. An error reply carries no value, so a command that holds
-// an error reply and a value of its own got the error copied, and
-// succeeded. A connection error is not a reply: it stays on every command
-// it reached.
-func ownReplies(cmds ...*redis.Cmd) {
-	var re redis.Error
-	for _, c := range cmds {
-		if errors.As(c.Err(), &re) && c.Val() != nil {
-			c.SetErr(nil)
-		}
-	}
+	all := append(cmds[:len(cmds):len(cmds)], w)
+	rs := make([]transport.Reply, len(all))
+	n.conn.Pipeline(ctx, all, rs)
+	copy(replies, rs)
+	return confirmed(rs[len(cmds)], t)
 }

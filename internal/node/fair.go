@@ -3,8 +3,6 @@ package node
 import (
 	_ "embed"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -15,8 +13,8 @@ var (
 	//go:embed fair_leave.lua
 	fairLeaveSrc string
 
-	fairTicketScript = redis.NewScript(fairTicketSrc)
-	fairLeaveScript  = redis.NewScript(fairLeaveSrc)
+	fairTicketScript = newScript(fairTicketSrc)
+	fairLeaveScript  = newScript(fairLeaveSrc)
 	fairLockGrant    = grantOf(fairLockSrc)
 )
 

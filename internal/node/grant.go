@@ -2,21 +2,19 @@ package node
 
 import (
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // grantScript is a script that may grant or lengthen a lock: declaring one
 // declares its guarded form too (see guard.go), so that no grant can go
 // out unguarded to a bound node.
 type grantScript struct {
-	script  *redis.Script
+	script  *script
 	src     string
 	guarded *guardedScript
 }
 
 func grantOf(src string) grantScript {
-	return grantScript{script: redis.NewScript(src), src: src, guarded: guardScript(src)}
+	return grantScript{script: newScript(src), src: src, guarded: guardScript(src)}
 }
 
 // cmd is a call of the script on keys that may grant ttl; want is as in

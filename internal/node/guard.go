@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // The process guard. A node's votes are bound to one server process and
@@ -31,14 +31,14 @@ var guardTail string
 // function body(KEYS, ARGV), then guard.lua, which takes the run_id from
 // ARGV[1] and calls body with the rest.
 type guardedScript struct {
-	script *redis.Script
+	script *script
 	src    string
 	hash   interface{} // script.Hash(), boxed once
 }
 
 func guardScript(src string) *guardedScript {
 	g := "local function body(KEYS, ARGV)\n" + src + "\nend\n" + guardTail
-	s := redis.NewScript(g)
+	s := newScript(g)
 	return &guardedScript{script: s, src: g, hash: s.Hash()}
 }
 
@@ -88,8 +88,7 @@ func (n *Node) process(want string, err error) error {
 	if !evicted && !strings.HasPrefix(msg, procPrefix) {
 		return err
 	}
-	var re redis.Error
-	if !errors.As(err, &re) {
+	if !transport.IsErrorReply(err) {
 		return err
 	}
 	pe := &ProcessError{Want: want, Got: strings.TrimPrefix(strings.TrimPrefix(msg, procPrefix), evictPrefix), Evicted: evicted, Err: err}

@@ -2,11 +2,10 @@ package node
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Holding is what a node holds under a key now (see Holder).
@@ -29,27 +28,24 @@ func (n *Node) Holder(ctx context.Context, key string) (Holding, error) {
 }
 
 func (n *Node) holder(ctx context.Context, key string) (Holding, error) {
-	var get *redis.StringCmd
-	var ttl *redis.DurationCmd
-	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		get = p.Get(ctx, key)
-		ttl = p.PTTL(ctx, key)
-		return nil
-	})
-	v, err := get.Result()
+	rs := make([]transport.Reply, 2)
+	n.conn.Pipeline(ctx, [][]interface{}{{"get", key}, {"pttl", key}}, rs)
+	v, err := rs[0].Val, rs[0].Err
 	switch {
-	case errors.Is(err, redis.Nil):
-		return Holding{}, nil
 	case err != nil && strings.HasPrefix(err.Error(), "WRONGTYPE"):
 		return Holding{Other: true}, nil
 	case err != nil:
 		return Holding{}, err
-	case v == "" && perr != nil:
-		return Holding{}, perr
+	case v == nil:
+		return Holding{}, nil
 	}
-	h := Holding{Value: v}
-	if d, err := ttl.Result(); err == nil && d > 0 {
-		h.Left = d
+	s, err := toStr(v)
+	if err != nil {
+		return Holding{}, err
+	}
+	h := Holding{Value: s}
+	if ms, err := toInt(rs[1].Val); rs[1].Err == nil && err == nil && ms > 0 {
+		h.Left = time.Duration(ms) * time.Millisecond
 	}
 	return h, nil
 }

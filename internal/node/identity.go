@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // Identity is what a node says about itself in INFO: which server process
@@ -88,19 +88,16 @@ func (e *RegisterError) Error() string {
 func (e *RegisterError) Unwrap() error { return e.Err }
 
 func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) {
-	var info *redis.StringCmd
-	var fsync *redis.Cmd
-	var reg registerRead
-	_, perr := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
-		info = p.Info(ctx, "server", "persistence", "replication", "stats")
-		fsync = p.Do(ctx, "config", "get", "appendfsync", "maxmemory", "maxmemory-policy")
-		reg = queueRegister(ctx, p)
-		return nil
-	})
-	s, err := info.Result()
-	if err == nil && s == "" && perr != nil {
-		err = perr // no connection: go-redis leaves the commands' errors unset
+	cmds := append([][]interface{}{
+		{"info", "server", "persistence", "replication", "stats"},
+		{"config", "get", "appendfsync", "maxmemory", "maxmemory-policy"},
+	}, registerCmds...)
+	rs := make([]transport.Reply, len(cmds))
+	n.conn.Pipeline(ctx, cmds, rs)
+	if rs[0].Err != nil {
+		return Identity{}, Register{}, nil, rs[0].Err
 	}
+	s, err := toStr(rs[0].Val)
 	if err != nil {
 		return Identity{}, Register{}, nil, err
 	}
@@ -108,8 +105,8 @@ func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) 
 	if err != nil {
 		return Identity{}, Register{}, nil, err
 	}
-	id.FsyncAlways, id.Evicts = configFacts(fsync)
-	r, rerr := reg.result()
+	id.FsyncAlways, id.Evicts = configFacts(rs[1])
+	r, rerr := parseRegister(rs[2:])
 	return id, r, rerr, nil
 }
 
@@ -117,21 +114,9 @@ func (n *Node) identify(ctx context.Context) (Identity, Register, error, error) 
 // flat list in RESP2, a map in RESP3): whether every write is fsynced
 // before its reply, and whether the node may evict a key with a TTL. A
 // refused CONFIG says neither.
-func configFacts(c *redis.Cmd) (fsyncAlways, evicts bool) {
-	m := map[string]string{}
-	switch v := c.Val().(type) {
-	case []interface{}:
-		for i := 0; i+1 < len(v); i += 2 {
-			k, _ := v[i].(string)
-			m[k], _ = v[i+1].(string)
-		}
-	case map[interface{}]interface{}:
-		for k, x := range v {
-			ks, _ := k.(string)
-			m[ks], _ = x.(string)
-		}
-	}
-	if len(m) == 0 { // refused (an error reply carries no value; a copied one leaves it)
+func configFacts(c transport.Reply) (fsyncAlways, evicts bool) {
+	m, err := toStrMap(c.Val)
+	if c.Err != nil || err != nil || len(m) == 0 { // refused
 		return false, true
 	}
 	policy, ok := m["maxmemory-policy"]

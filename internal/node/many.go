@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/redlock-go/redlock/transport"
 )
 
 var (
@@ -68,8 +68,9 @@ func (n *Node) ExtendMany(ctx context.Context, rs []Renewal, ok []bool, errs []e
 
 // chunk is one script call of a batch: the locks rs[j] for j in idx.
 type chunk struct {
-	idx []int
-	cmd *redis.Cmd
+	idx  []int
+	args []interface{}
+	r    transport.Reply
 }
 
 func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []error) error {
@@ -80,19 +81,30 @@ func (n *Node) extendMany(ctx context.Context, rs []Renewal, ok []bool, errs []e
 	}
 	chunks := n.chunks(ctx, rs, want, sha)
 	first, derr := n.pipeline(ctx, chunks)
-	var again []chunk // the node lost its scripts (restart, SCRIPT FLUSH): send those as EVAL
+	var again []int // the node lost its scripts (restart, SCRIPT FLUSH): send those as EVAL
 	for i, ch := range chunks {
-		if err := ch.cmd.Err(); err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-			chunks[i].cmd = n.manyCmd(ctx, rs, ch.idx, want, "eval", src)
-			again = append(again, chunks[i])
+		if err := ch.r.Err; err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+			chunks[i].args = n.manyCmd(rs, ch.idx, want, "eval", src)
+			again = append(again, i)
 		}
 	}
 	if len(again) > 0 {
-		first, derr = n.pipeline(ctx, again)
+		retry := make([]chunk, len(again))
+		for k, i := range again {
+			retry[k] = chunks[i]
+		}
+		first, derr = n.pipeline(ctx, retry)
+		for k, i := range again {
+			chunks[i] = retry[k]
+		}
 	}
 	first = n.process(want, first)
 	for _, ch := range chunks {
-		res, err := ch.cmd.Int64Slice()
+		err := ch.r.Err
+		var res []int64
+		if err == nil {
+			res, err = toInts(ch.r.Val)
+		}
 		if err != nil {
 			err = n.process(want, err)
 		}
@@ -142,7 +154,7 @@ func (n *Node) chunks(ctx context.Context, rs []Renewal, want, sha string) []chu
 			to++
 		}
 		idx := order[from:to]
-		out = append(out, chunk{idx, n.manyCmd(ctx, rs, idx, want, "evalsha", sha)})
+		out = append(out, chunk{idx: idx, args: n.manyCmd(rs, idx, want, "evalsha", sha)})
 		from = to
 	}
 	return out
@@ -150,7 +162,7 @@ func (n *Node) chunks(ctx context.Context, rs []Renewal, want, sha string) []chu
 
 // manyCmd builds the script call for the locks rs[j], j in idx; want, if
 // not "", is the run_id of the guarded form's first argument.
-func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, want, verb, script string) *redis.Cmd {
+func (n *Node) manyCmd(rs []Renewal, idx []int, want, verb, script string) []interface{} {
 	nk, ttl := 0, time.Duration(0)
 	for _, j := range idx {
 		nk += len(rs[j].Keys)
@@ -178,38 +190,34 @@ func (n *Node) manyCmd(ctx context.Context, rs []Renewal, idx []int, want, verb,
 	for _, j := range idx {
 		args = append(args, len(rs[j].Keys), rs[j].Owner, rs[j].TTL.Milliseconds())
 	}
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(3)
-	return cmd
+	return args
 }
 
-// pipeline sends the chunks' commands in one pipeline (one round trip)
-// and returns the first error and, on a Durable node, WAITAOF's verdict
-// (the pipeline ends with one; it confirms the chunks before it).
+// pipeline sends the chunks' commands in one pipeline (one round trip),
+// sets their replies and returns the first error and, on a Durable node,
+// WAITAOF's verdict (the pipeline ends with one; it confirms the chunks
+// before it).
 func (n *Node) pipeline(ctx context.Context, chunks []chunk) (first, durable error) {
+	cmds := make([][]interface{}, len(chunks))
+	for i, ch := range chunks {
+		cmds[i] = ch.args
+	}
+	rs := make([]transport.Reply, len(chunks))
 	if n.aof {
-		cmds := make([]*redis.Cmd, len(chunks))
-		for i, ch := range chunks {
-			cmds[i] = ch.cmd
-		}
-		durable = n.confirmedPipeline(ctx, cmds)
-		return firstErr(chunks), durable
+		durable = n.confirmedPipeline(ctx, cmds, rs)
+	} else {
+		n.conn.Pipeline(ctx, cmds, rs)
 	}
-	if len(chunks) == 1 {
-		return n.client.Process(ctx, chunks[0].cmd), nil
+	for i := range chunks {
+		chunks[i].r = rs[i]
 	}
-	p := n.client.Pipeline()
-	for _, ch := range chunks {
-		_ = p.Process(ctx, ch.cmd)
-	}
-	_, _ = p.Exec(ctx)
-	return firstErr(chunks), nil
+	return firstErr(chunks), durable
 }
 
 // firstErr returns the first chunk's error, if any.
 func firstErr(chunks []chunk) error {
 	for _, ch := range chunks {
-		if err := ch.cmd.Err(); err != nil {
+		if err := ch.r.Err; err != nil {
 			return err
 		}
 	}

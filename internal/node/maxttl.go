@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/internal/goredisconn"
+	"github.com/redlock-go/redlock/transport"
 )
 
 // TTLRegisterKey is the TTL register, one hash per node: field = a lock
@@ -84,32 +87,28 @@ func (r Register) Longest() time.Duration {
 	return d
 }
 
-// registerRead is a read of the TTL register queued on a pipeline: TIME,
-// then the register and the legacy key, each reply read on its own (an
+// registerCmds read the TTL register in a pipeline: TIME, then the
+// register, the legacy key and the stamp, each reply read on its own (an
 // error reply to one, e.g. WRONGTYPE or NOPERM, is not copied onto the
 // others). TIME comes first: the time each entry has left is measured from
 // it, which errs long.
-type registerRead struct {
-	now    *redis.TimeCmd
-	all    *redis.MapStringStringCmd
-	legacy *redis.StringCmd
-	stamp  *redis.MapStringStringCmd
-}
+var registerCmds = [][]interface{}{{"time"}, {"hgetall", TTLRegisterKey}, {"get", MaxTTLKey}, {"hgetall", AOFStampKey}}
 
-func queueRegister(ctx context.Context, p redis.Pipeliner) registerRead {
-	return registerRead{now: p.Time(ctx), all: p.HGetAll(ctx, TTLRegisterKey), legacy: p.Get(ctx, MaxTTLKey),
-		stamp: p.HGetAll(ctx, AOFStampKey)}
-}
-
-// result parses the replies: the live entries, each with the time it has
-// left on the node's clock, and the legacy TTL. A legacy key that is
-// absent, or of another type, reads as none.
-func (rr registerRead) result() (Register, error) {
-	now, err := rr.now.Result()
+// parseRegister parses the replies to registerCmds: the live entries, each
+// with the time it has left on the node's clock, and the legacy TTL. A
+// legacy key that is absent, or of another type, reads as none.
+func parseRegister(rs []transport.Reply) (Register, error) {
+	if rs[0].Err != nil {
+		return Register{}, rs[0].Err
+	}
+	now, err := parseTime(rs[0].Val)
 	if err != nil {
 		return Register{}, err
 	}
-	all, err := rr.all.Result()
+	if rs[1].Err != nil {
+		return Register{}, rs[1].Err
+	}
+	all, err := toStrMap(rs[1].Val)
 	if err != nil {
 		return Register{}, err
 	}
@@ -130,10 +129,10 @@ func (rr registerRead) result() (Register, error) {
 		a, b := r.Entries[i], r.Entries[j]
 		return a.TTL < b.TTL || a.TTL == b.TTL && !a.Durable && b.Durable
 	})
-	if ms, err := rr.legacy.Int64(); err == nil && ms > 0 {
+	if ms, err := toInt(rs[2].Val); rs[2].Err == nil && err == nil && ms > 0 {
 		r.Legacy = time.Duration(ms) * time.Millisecond
 	}
-	if m, err := rr.stamp.Result(); err == nil { // absent or unreadable: no stamp, not kept
+	if m, err := toStrMap(rs[3].Val); rs[3].Err == nil && err == nil { // absent or unreadable: no stamp, not kept
 		r.AOFRun, r.AOFPrev = m["aof"], m["prev"]
 	}
 	return r, nil
@@ -142,10 +141,7 @@ func (rr registerRead) result() (Register, error) {
 // ReadRegister reads the TTL register of the node c reaches (for tools
 // that hold a plain go-redis client), in one round trip.
 func ReadRegister(ctx context.Context, c redis.Cmdable) (Register, error) {
-	var rr registerRead
-	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		rr = queueRegister(ctx, p)
-		return nil
-	})
-	return rr.result()
+	rs := make([]transport.Reply, len(registerCmds))
+	goredisconn.RunPipeline(ctx, c.Pipeline(), registerCmds, rs)
+	return parseRegister(rs)
 }

@@ -4,17 +4,18 @@ package node
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
-	"errors"
-	"fmt"
-	"sort"
+	"encoding/hex"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redlock-go/redlock/internal/goredisconn"
 	"github.com/redlock-go/redlock/internal/handoff"
+	"github.com/redlock-go/redlock/transport"
 )
 
 var (
@@ -55,10 +56,21 @@ var (
 // The scripts' SHA1 digests for EVALSHA (Do falls back to EVAL when the
 // node answers NOSCRIPT, after a restart or SCRIPT FLUSH).
 var (
-	releaseScript = redis.NewScript(releaseSrc)
-	rwClearScript = redis.NewScript(rwClearSrc)
-	raiseScript   = redis.NewScript(fenceRaiseSrc)
+	releaseScript = newScript(releaseSrc)
+	rwClearScript = newScript(rwClearSrc)
+	raiseScript   = newScript(fenceRaiseSrc)
 )
+
+// script is a Lua script's SHA1 digest, for EVALSHA.
+type script struct{ hash string }
+
+func newScript(src string) *script {
+	h := sha1.Sum([]byte(src))
+	return &script{hash: hex.EncodeToString(h[:])}
+}
+
+// Hash returns the script's SHA1 digest in hex, as EVALSHA takes it.
+func (s *script) Hash() string { return s.hash }
 
 // The scripts that may grant or lengthen a lock, each with its guarded
 // form (grant.go).
@@ -72,8 +84,11 @@ var (
 
 // Node is one Redis master. It is safe for concurrent use.
 type Node struct {
-	client redis.UniversalClient
-	addr   string
+	conn transport.Conn
+	addr string
+	// plain is set for a connection to one server, which may coalesce
+	// (not a go-redis cluster or ring client).
+	plain bool
 	// deadlineGuard is set when the client ignores ctx deadlines
 	// (ContextTimeoutEnabled false): the deadline is then enforced here,
 	// and the command finishes in the background on the client's own
@@ -105,15 +120,29 @@ type Tracker interface {
 // sets. track, if not nil, counts commands that outlive their deadline
 // (clients that ignore ctx deadlines only).
 func New(client redis.UniversalClient, track Tracker) *Node {
-	return &Node{
-		client:        client,
-		addr:          Addr(client),
-		deadlineGuard: !HonorsContext(client),
-		retries:       MayRetry(client),
-		track:         track,
-		cluster:       isCluster(client),
-	}
+	c := goredisconn.New(client)
+	n := NewConn(c, track)
+	n.plain, n.cluster = c.Plain(), c.Cluster()
+	return n
 }
+
+// NewConn is New for any transport: a connection to one server. It takes
+// the transport's word on deadlines and retries (see
+// transport.DeadlineHonorer and transport.Retrier); without it, it assumes
+// the worse.
+func NewConn(conn transport.Conn, track Tracker) *Node {
+	n := &Node{conn: conn, addr: conn.Addr(), deadlineGuard: true, retries: true, track: track, plain: true}
+	if h, ok := conn.(transport.DeadlineHonorer); ok {
+		n.deadlineGuard = !h.HonorsDeadlines()
+	}
+	if r, ok := conn.(transport.Retrier); ok {
+		n.retries = r.MayRetry()
+	}
+	return n
+}
+
+// Conn returns the node's transport.
+func (n *Node) Conn() transport.Conn { return n.conn }
 
 // Retries reports whether the node's client may send a command again after
 // a network error. A SET NX sent twice that way finds its own first write
@@ -137,7 +166,7 @@ type Cmd struct {
 	ttl    time.Duration  // the TTL it may grant, which the guard makes sure the node's register covers
 }
 
-func scriptCmd(s *redis.Script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
+func scriptCmd(s *script, src string, keys []string, want int64, argv ...interface{}) *Cmd {
 	args := make([]interface{}, 0, 3+len(keys)+len(argv))
 	args = append(args, "evalsha", s.Hash(), len(keys))
 	for _, k := range keys {
@@ -302,14 +331,13 @@ func (n *Node) do(ctx context.Context, c *Cmd) (int64, error) {
 // node's reply; on a Durable node a yes to a command that grants stands
 // only with WAITAOF's confirmation behind it.
 func (n *Node) run(ctx context.Context, c *Cmd, args []interface{}) (int64, error) {
-	cmd := redis.NewCmd(ctx, args...)
-	cmd.SetFirstKeyPos(int8(keyPos(args)))
 	if !n.aof || !c.grants {
-		_ = n.client.Process(ctx, cmd)
-		return reply(c, cmd)
+		v, err := n.conn.Do(ctx, args...)
+		return reply(args, transport.Reply{Val: v, Err: err})
 	}
-	derr := n.pair(ctx, cmd)
-	v, err := reply(c, cmd)
+	var r transport.Reply
+	derr := n.pair(ctx, args, &r)
+	v, err := reply(args, r)
 	if err == nil && derr != nil && c.yes(v) {
 		return 0, derr
 	}
@@ -333,20 +361,19 @@ func keyPos(args []interface{}) int {
 	return 1
 }
 
-// reply reads the node's reply to c from cmd: the script's integer, or for
-// SET NX 1 (OK) or 0 (nil).
-func reply(c *Cmd, cmd *redis.Cmd) (int64, error) {
-	if keyPos(cmd.Args()) == 1 { // SET NX: OK or nil
-		err := cmd.Err()
-		if err == redis.Nil {
+// reply reads the node's reply r to the command args: the script's
+// integer, or for SET NX 1 (OK) or 0 (nil).
+func reply(args []interface{}, r transport.Reply) (int64, error) {
+	switch {
+	case r.Err != nil:
+		return 0, r.Err
+	case keyPos(args) == 1: // SET NX: OK or nil
+		if r.Val == nil {
 			return 0, nil
-		}
-		if err != nil {
-			return 0, err
 		}
 		return 1, nil
 	}
-	return cmd.Int64()
+	return toInt(r.Val)
 }
 
 // isNoScript reports the node's answer to an EVALSHA of a script it does
@@ -390,74 +417,18 @@ func deadlineGuard[T any](ctx context.Context, track Tracker, fn func() (T, erro
 // HonorsContext reports whether client applies ctx deadlines to its socket
 // reads and writes (go-redis does only with ContextTimeoutEnabled).
 // Unknown client types are assumed not to.
-func HonorsContext(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.ClusterClient:
-		return c.Options().ContextTimeoutEnabled
-	case *redis.Ring:
-		return c.Options().ContextTimeoutEnabled
-	}
-	return false
-}
+func HonorsContext(c redis.UniversalClient) bool { return goredisconn.HonorsContext(c) }
 
 // MayRetry reports whether client sends a command again after a network
 // error (go-redis MaxRetries, 3 by default; -1 turns it off; cluster
 // clients also retry through MaxRedirects). Unknown client types are
 // assumed to.
-func MayRetry(c redis.UniversalClient) bool {
-	switch c := c.(type) {
-	case *redis.Client:
-		return c.Options().MaxRetries > 0 // normalized: 0 means off
-	case *redis.ClusterClient:
-		o := c.Options()
-		return o.MaxRetries > 0 || o.MaxRedirects > 0
-	case *redis.Ring:
-		return c.Options().MaxRetries > 0
-	}
-	return true
-}
+func MayRetry(c redis.UniversalClient) bool { return goredisconn.MayRetry(c) }
 
 // Addr names client by the server(s) it talks to, for errors, logs and the
 // duplicate check. Clients whose target cannot be read (sentinel failover
 // clients, unknown types) are named by identity.
-func Addr(c redis.UniversalClient) string {
-	switch c := c.(type) {
-	case *redis.Client:
-		o := c.Options()
-		if o.Addr == "FailoverClient" {
-			break
-		}
-		if o.DB != 0 {
-			return fmt.Sprintf("%s/%d", o.Addr, o.DB)
-		}
-		return o.Addr
-	case *redis.ClusterClient:
-		a := append([]string(nil), c.Options().Addrs...)
-		sort.Strings(a)
-		return "cluster:" + strings.Join(a, ",")
-	case *redis.Ring:
-		var a []string
-		for _, v := range c.Options().Addrs {
-			a = append(a, v)
-		}
-		sort.Strings(a)
-		return "ring:" + strings.Join(a, ",")
-	}
-	return fmt.Sprintf("%T@%p", c, c)
-}
+func Addr(c redis.UniversalClient) string { return goredisconn.Addr(c) }
 
 // IsTimeout reports whether err is a deadline or socket timeout.
-func IsTimeout(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var t interface{ Timeout() bool }
-	return errors.As(err, &t) && t.Timeout()
-}
-
-func isCluster(c redis.UniversalClient) bool {
-	_, ok := c.(*redis.ClusterClient)
-	return ok
-}
+func IsTimeout(err error) bool { return transport.IsTimeout(err) }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redlock-go/redlock/transport"
 )
 
 // MayHaveRun reports whether a call that failed with err may still have
@@ -39,11 +41,10 @@ func (n *Node) MayHaveRun(err error) bool {
 }
 
 func mayHaveRun(err error) bool {
-	var re redis.Error
-	if errors.As(err, &re) {
+	if transport.IsErrorReply(err) {
 		return false // an error reply: the command was rejected
 	}
-	if errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
+	if errors.Is(err, transport.ErrNotSent) || errors.Is(err, redis.ErrClosed) || errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, redis.ErrPoolExhausted) {
 		return false // no connection was taken
 	}
 	var dns *net.DNSError
@@ -79,14 +80,27 @@ func Incurable(err error) bool {
 	if errors.As(err, &nd) {
 		err = nd.Err
 	}
-	var re redis.Error
-	if err == nil || !errors.As(err, &re) {
+	msg, ok := errorReply(err)
+	if !ok {
 		return false
 	}
 	for _, p := range incurablePrefixes {
-		if strings.HasPrefix(re.Error(), p) {
+		if strings.HasPrefix(msg, p) {
 			return true
 		}
 	}
 	return false
+}
+
+// errorReply returns the text of the server's error reply err is or
+// wraps, if it is one.
+func errorReply(err error) (string, bool) {
+	var re interface {
+		error
+		RedisError()
+	}
+	if err == nil || !errors.As(err, &re) {
+		return "", false
+	}
+	return re.Error(), true
 }

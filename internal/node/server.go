@@ -60,3 +60,12 @@ func canonical(addr string) string {
 	}
 	return net.JoinHostPort(host, port)
 }
+
+// ConnServers names the server of a transport whose Addr is addr (see
+// Servers): "unix:path" as it is, host:port folded as Servers folds it.
+func ConnServers(addr string) []string {
+	if strings.HasPrefix(addr, "unix:") {
+		return []string{addr}
+	}
+	return []string{canonical(addr)}
+}
