@@ -14,6 +14,14 @@
 # Debian 12's redis-server whatever REDIS_SERVER says.
 # MATRIX_SERVERS="NAME ..." runs only those servers; MATRIX_NO_CORE="NAME ..."
 # leaves out their core suite (make ci: redis-7.0's runs in make integration).
+# MATRIX_ROTATE=1 runs, of the servers after the first two, only the one
+# the chaos rotation picks (make ci).
+#
+# Transports: the core suite also runs through the other client libraries
+# of the transport seam (integration/harness: REDLOCK_TRANSPORT), one job
+# per TRANSPORT@SERVER of MATRIX_TRANSPORTS, side by side with the servers;
+# by default rueidis and valkey (valkey-go) on the first two servers. make
+# ci runs two of the four pairs, crossed on alternate days.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${MATRIX_OUT:-docs/servers.md}
@@ -51,7 +59,8 @@ counts() {
 	[ "$s" = 0 ] || printf ', %s skipped' "$s"
 }
 
-# suite NAME BIN PKG [ARGS...]: runs PKG of integration/ against BIN;
+# suite NAME BIN PKG [ARGS...]: runs PKG of integration/ against BIN
+# (through the transport $TRANSPORT names, go-redis if unset);
 # prints "ok|FAIL (counts)" and the seconds it took, tab-separated.
 # The suites of several servers run side by side beside the other CI lanes
 # on a small machine: a test that failed runs once more, alone, and the
@@ -61,7 +70,7 @@ suite() {
 	local name=$1 bin=$2 pkg=$3 log="$logs/$1-${3//[^a-z]/}.log" start verdict=ok failed rerun
 	shift 3
 	start=$(date +%s)
-	(cd integration && REDIS_SERVER=$bin go test -count=1 -v "$@" "$pkg") >"$log" 2>&1 || verdict=FAIL
+	(cd integration && REDLOCK_TRANSPORT=${TRANSPORT:-goredis} REDIS_SERVER=$bin go test -count=1 -v "$@" "$pkg") >"$log" 2>&1 || verdict=FAIL
 	if [ $verdict = FAIL ]; then
 		echo "matrix: $name $pkg failed:" >&2
 		# -v streams a test's log lines before its "--- FAIL" line.
@@ -69,7 +78,7 @@ suite() {
 		failed=$(awk '/^--- FAIL/ { printf "%s%s", sep, $3; sep = "|" }' "$log")
 		if [ -n "$failed" ] && ! grep -q '^panic' "$log"; then
 			rerun="$log.rerun"
-			if (cd integration && REDIS_SERVER=$bin go test -count=1 -v "$@" -run "^($failed)\$" "$pkg") >"$rerun" 2>&1; then
+			if (cd integration && REDLOCK_TRANSPORT=${TRANSPORT:-goredis} REDIS_SERVER=$bin go test -count=1 -v "$@" -run "^($failed)\$" "$pkg") >"$rerun" 2>&1; then
 				echo "matrix: $name $pkg: ${failed//|/, } passed when run again alone" >&2
 				verdict=ok
 				printf '%s (%s; passed on a rerun alone: %s)\t%s\n' $verdict "$(counts "$log")" "${failed//|/, }" $(($(date +%s) - start))
@@ -169,7 +178,34 @@ server() {
 	echo $failed >"$logs/$name.failed"
 }
 
+# via TRANSPORT@NAME: the core suite on NAME through TRANSPORT; its row
+# goes to $logs/TRANSPORT@NAME.row, its verdict to .failed.
+via() {
+	local tr=${1%@*} name=${1#*@} bin version core core_s
+	bin=$(scripts/servers.sh path "$name")
+	version=$("$bin" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+	IFS=$'\t' read -r core core_s < <(TRANSPORT=$tr suite "$tr-$name" "$bin" ./core/)
+	echo "matrix: $name via $tr core: $core in ${core_s}s"
+	echo "| $name via $tr | $version | $core | ${core_s}s | - | - | - | - |" >"$logs/$1.row"
+	case "$core" in FAIL*) echo 1 ;; *) echo 0 ;; esac >"$logs/$1.failed"
+}
+
+transports=${MATRIX_TRANSPORTS-rueidis@${names[0]} valkey@${names[0]} rueidis@${names[1]} valkey@${names[1]}}
+if [ "${MATRIX_ROTATE:-}" = 1 ]; then
+	day=$((10#$(date +%j)))
+	later=("${names[@]:2}")
+	pick=${later[$((day % ${#later[@]}))]}
+	has "${later[*]}" "$chaos" && pick=$chaos
+	MATRIX_SERVERS=${MATRIX_SERVERS:-"${names[*]:0:2} $pick"}
+	if [ -z "${MATRIX_TRANSPORTS+set}" ]; then
+		transports="rueidis@${names[day % 2]} valkey@${names[(day + 1) % 2]}"
+	fi
+fi
 run=()
+for pair in $transports; do
+	via "$pair" >"$logs/$pair.out" 2>&1 &
+	run+=("$pair")
+done
 for name in "${names[@]}"; do
 	has "${MATRIX_SERVERS:-$name}" "$name" || continue
 	if [ -n "$trixie" ] && [ "$name" != "${names[0]}" ] && [ "$name" != "${names[1]}" ]; then
@@ -188,7 +224,7 @@ for name in "${run[@]}"; do
 	[ -f "$logs/$name.row" ] || { echo "matrix: $name did not finish" >&2; failed=1; continue; }
 	rows="$rows$(cat "$logs/$name.row")
 "
-	features="$features$(cat "$logs/$name.features")
+	[ ! -f "$logs/$name.features" ] || features="$features$(cat "$logs/$name.features")
 "
 	[ "$(cat "$logs/$name.failed")" = 0 ] || failed=1
 done
