@@ -243,6 +243,9 @@ from Debian 13.
 
 - core: \`cd integration && REDIS_SERVER=<server> go test -count=1 ./core/\`
   (no -race), counted in top-level tests.
+- via rueidis, via valkey: the core suite through that client library
+  (\`REDLOCK_TRANSPORT=rueidis|valkey\`, the transport seam); make ci runs
+  two of these four pairs a day.
 - doctor: \`redlock doctor --node-timeout 1s\` against 3 nodes of the server
   started with appendonly yes, appendfsync always.
 - chaos short: \`cd integration && REDIS_SERVER=<server> go test -count=1 -skip TestChaosContainers ./chaos/\`,
