@@ -21,7 +21,7 @@ import (
 
 func TestMain(m *testing.M) {
 	harness.QuietRedisLogs()
-	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
+	goleak.VerifyTestMain(m, append(harness.IgnoreRedial(), harness.IgnoreRedisDial())...)
 }
 
 // hubName names every connection of the hubs' clients on the nodes, so
