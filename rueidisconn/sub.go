@@ -35,7 +35,6 @@ type sub struct {
 
 	mu       sync.Mutex
 	dc       rueidis.DedicatedClient // nil: to take (again)
-	release  func()
 	broken   <-chan error
 	want     map[string]bool
 	closed   bool
@@ -55,7 +54,7 @@ func (s *sub) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	dc, release := c.Dedicate()
+	dc, _ := c.Dedicate() // given back by its Close (drop)
 	broken := dc.SetPubSubHooks(rueidis.PubSubHooks{
 		OnMessage: func(m rueidis.PubSubMessage) {
 			s.push(transport.Event{Kind: transport.Message, Channel: m.Channel, Payload: m.Message})
@@ -69,7 +68,7 @@ func (s *sub) conn(ctx context.Context) (rueidis.DedicatedClient, error) {
 			}
 		},
 	})
-	s.dc, s.release, s.broken = dc, release, broken
+	s.dc, s.broken = dc, broken
 	if len(s.want) > 0 {
 		chs := make([]string, 0, len(s.want))
 		for c := range s.want {
@@ -120,12 +119,12 @@ func (s *sub) send(ctx context.Context, dc rueidis.DedicatedClient, verb string,
 	return err
 }
 
-// drop gives the connection back; the next call takes another. s.mu is
-// held.
+// drop closes the connection (one in pub/sub mode is not reused); the
+// next call takes another. s.mu is held.
 func (s *sub) drop() {
 	if s.dc != nil {
-		s.release()
-		s.dc, s.release, s.broken = nil, nil, nil
+		s.dc.Close()
+		s.dc, s.broken = nil, nil
 	}
 }
 

@@ -28,12 +28,12 @@ func TestMain(m *testing.M) {
 	// The reaper container cannot be pulled here; every container and
 	// network is removed by the tests themselves.
 	os.Setenv("TESTCONTAINERS_RYUK_DISABLED", "true")
-	goleak.VerifyTestMain(m, harness.IgnoreRedisDial(),
+	goleak.VerifyTestMain(m, append(harness.IgnoreRedial(), harness.IgnoreRedisDial(),
 		// testcontainers/docker client keep-alive connections in the idle pool.
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-	)
+	)...)
 }
 
 func full() bool { return *fullFlag || os.Getenv("CHAOS_FULL") == "1" }

@@ -210,6 +210,12 @@ func TestDurableVotesLostAOFQuarantined(t *testing.T) {
 // same majority restart comes back empty and B gets the key A holds: the
 // checker must report the overlap (it can fail).
 func TestSanityDurableTwinOverlaps(t *testing.T) {
+	if tr := harness.Transport(); tr != "goredis" {
+		// As core's TestRestartQuarantineOffDoubleGrant: the overlap needs
+		// the first command after the restarts to reach the new processes;
+		// via rueidis and valkey-go it meets the old connection's EOF.
+		t.Skipf("via %s the first command after a restart meets the old connection's EOF", tr)
+	}
 	nodes := harness.Start(t, 5, harness.Config{})
 	recs, _, _, _, err := majorityRestart(t, nodes, false, redlock.WithRestartQuarantine(redlock.QuarantineOff))
 	n, msgs := Overlaps(recs)

@@ -17,7 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	harness.QuietRedisLogs()
-	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
+	goleak.VerifyTestMain(m, append(harness.IgnoreRedial(), harness.IgnoreRedisDial())...)
 }
 
 // setup starts n fresh nodes and a Client over them.

@@ -29,3 +29,13 @@ func QuietRedisLogs() {
 type quiet struct{}
 
 func (quiet) Printf(context.Context, string, ...interface{}) {}
+
+// IgnoreRedial leaves rueidis's and valkey-go's reconnection back-off out
+// of goleak's count: a goroutine that sleeps up to a second after a failed
+// dial, then ends, even after the client closed.
+func IgnoreRedial() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+		goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
+	}
+}

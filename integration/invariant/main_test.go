@@ -27,7 +27,7 @@ import (
 
 func TestMain(m *testing.M) {
 	harness.QuietRedisLogs()
-	goleak.VerifyTestMain(m, harness.IgnoreRedisDial())
+	goleak.VerifyTestMain(m, append(harness.IgnoreRedial(), harness.IgnoreRedisDial())...)
 }
 
 // keptNodes is how many nodes (the last ones) the Clients reach through
