@@ -86,13 +86,13 @@ chaos-full:
 	@scripts/ensure-redis.sh
 	cd integration && CHAOS_FULL=1 $(GO) test -count=1 -timeout 11m ./chaos/
 
-## transports: the transport seam's conformance test (go-redis, rueidis, valkey-go against redis-server), then the core suite once per transport (REDLOCK_TRANSPORT=goredis|rueidis|valkey); every transport runs even if one fails
+## transports: the transport seam's conformance test (go-redis, rueidis, valkey-go against redis-server), then the core, hand-off and invariant suites once per transport (REDLOCK_TRANSPORT=goredis|rueidis|valkey); every transport runs even if one fails
 TRANSPORTS ?= goredis rueidis valkey
 transports:
 	cd integration && $(GO) test $(RACE) -count=1 ./transports/
 	@cd integration && failed=; for tr in $(TRANSPORTS); do \
 		echo "== core suite via $$tr"; \
-		REDLOCK_TRANSPORT=$$tr $(GO) test -count=1 -timeout 30m ./core/ || failed="$$failed $$tr"; \
+		REDLOCK_TRANSPORT=$$tr $(GO) test -count=1 -timeout 30m ./core/ ./handoff/ ./invariant/ || failed="$$failed $$tr"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "make transports: core suite failed via:$$failed"; exit 1; fi; \
 	echo "make transports: all passed"

@@ -19,8 +19,7 @@
 #
 # Transports: the core suite also runs through the other client libraries
 # of the transport seam (integration/harness: REDLOCK_TRANSPORT), with the
-# hand-off suite (not TestInvariant: rueidis panics under its workload,
-# see rueidisconn), one job
+# hand-off suite (make transports adds the invariant test), one job
 # per TRANSPORT@SERVER of MATRIX_TRANSPORTS, side by side with the servers;
 # by default rueidis and valkey (valkey-go) on the first two servers. make
 # ci runs two of the four pairs, crossed on alternate days.

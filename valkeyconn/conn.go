@@ -9,9 +9,10 @@
 // (auto-pipelining), which does what the library's WithCoalescing does:
 // leave that option off over this transport.
 //
-// Experimental: under the integration invariant test's fault workload the
-// client's own connection reader panics ("protocol bug, message handled
-// out of order"), which ends the process; the cause is not yet known.
+// valkey-go keeps a connection whose request timed out and matches the
+// replies that follow in order: a proxy between it and the server must
+// answer every request it forwards, in order, or close the connection (as
+// Redis-aware proxies do); one that drops a reply desynchronizes it.
 package valkeyconn
 
 import (

@@ -1,10 +1,14 @@
 package harness
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,11 +71,44 @@ func (p *Proxy) Injecting() bool { return p.inject.Load() != nil }
 // if so answers it on client.
 func (p *Proxy) injected(req []byte, client net.Conn) bool {
 	in := p.inject.Load()
-	if in == nil || !bytes.Contains(req, []byte(in.match)) || !p.inject.CompareAndSwap(in, nil) {
+	if in == nil || !bytes.Contains(req, []byte(in.match)) || commands(req) != 1 || !p.inject.CompareAndSwap(in, nil) {
 		return false
 	}
 	_, _ = client.Write([]byte(in.reply))
 	return true
+}
+
+// commands returns how many whole commands (RESP arrays of bulk strings)
+// chunk holds, -1 if it holds anything else. One error reply stands for
+// one command only: a client that pipelines (rueidis) would match the
+// replies that follow to the wrong requests.
+func commands(chunk []byte) int {
+	n := 0
+	for len(chunk) > 0 {
+		args, rest, ok := respInt(chunk, '*')
+		if !ok {
+			return -1
+		}
+		for ; args > 0; args-- {
+			size, after, ok := respInt(rest, '$')
+			if !ok || size < 0 || len(after) < size+2 {
+				return -1
+			}
+			rest = after[size+2:]
+		}
+		chunk, n = rest, n+1
+	}
+	return n
+}
+
+// respInt reads a RESP header line "<kind><int>\r\n" from b.
+func respInt(b []byte, kind byte) (int, []byte, bool) {
+	end := bytes.Index(b, []byte("\r\n"))
+	if len(b) == 0 || b[0] != kind || end < 2 {
+		return 0, nil, false
+	}
+	v, err := strconv.Atoi(string(b[1:end]))
+	return v, b[end+2:], err == nil
 }
 
 // NewProxy starts a proxy to upstream(). Close stops it.
@@ -107,13 +144,21 @@ func NewKeepingProxy(upstream func() string) (*Proxy, error) {
 // URL returns the redis:// URL of the proxy.
 func (p *Proxy) URL() string { return "redis://" + p.Addr }
 
-// Set changes the fault; Refuse also resets every open connection.
+// Set changes the fault; Refuse also resets every open connection, and so
+// does leaving Blackhole or DropReplies (see lossy).
 func (p *Proxy) Set(f Fault) {
-	p.fault.Store(int32(f))
-	if f == Refuse {
+	old := Fault(p.fault.Swap(int32(f)))
+	if f == Refuse || old != f && lossy(old) {
 		p.resetAll()
 	}
 }
+
+// lossy reports whether f drops bytes of connections it keeps open. A TCP
+// connection never goes on with bytes missing (it retransmits them, or is
+// reset), and a client that pipelines on one connection (rueidis) would
+// match the replies that follow to the wrong requests: so the connections
+// that lost bytes are reset when the fault ends.
+func lossy(f Fault) bool { return f == Blackhole || f == DropReplies }
 
 // SetLatency delays every chunk in both directions by d (0: none).
 func (p *Proxy) SetLatency(d time.Duration) { p.latency.Store(int64(d)) }
@@ -133,8 +178,12 @@ func (p *Proxy) CutNextReply() { p.cut.Store(true) }
 // request may have been sent); new connections work.
 func (p *Proxy) ResetConns() { p.resetAll() }
 
-// Heal removes every fault and latency.
-func (p *Proxy) Heal() { p.fault.Store(int32(Pass)); p.latency.Store(0) }
+// Heal removes every fault and latency (resetting the connections of a
+// lossy fault, as Set does).
+func (p *Proxy) Heal() {
+	p.latency.Store(0)
+	p.Set(Pass)
+}
 
 func (p *Proxy) resetAll() {
 	p.mu.Lock()
@@ -226,14 +275,19 @@ func (p *Proxy) serveKept(c net.Conn) {
 		p.track(w, false)
 		_ = w.Close()
 	}
+	var hello []byte // the connection's handshake, sent again to a new upstream
+	dialed := false
 	upstream := func() (net.Conn, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		for tries := 0; u == nil; tries++ {
 			nu, err := net.DialTimeout("tcp", p.upstream(), time.Second)
+			if err == nil && dialed && hello != nil {
+				err = handshake(nu, hello)
+			}
 			switch {
 			case err == nil && p.track(nu, true):
-				u = nu
+				u, dialed = nu, true
 				replies.Add(1)
 				go func() { defer replies.Done(); p.pipe(c, nu, true); drop(nu) }()
 			case err == nil:
@@ -261,6 +315,9 @@ func (p *Proxy) serveKept(c net.Conn) {
 		n, err := c.Read(buf)
 		if n > 0 && p.injected(buf[:n], c) {
 			n = 0
+		}
+		if n > 0 && !dialed && isHandshake(buf[:n]) {
+			hello = append([]byte(nil), buf[:n]...)
 		}
 		for n > 0 {
 			w, uerr := upstream()
@@ -332,4 +389,74 @@ func (p *Proxy) Close() {
 	_ = p.ln.Close()
 	p.resetAll()
 	p.wg.Wait()
+}
+
+// isHandshake reports whether chunk, a connection's first, is its
+// handshake: whole commands, the first HELLO or AUTH.
+func isHandshake(chunk []byte) bool {
+	if commands(chunk) < 1 {
+		return false
+	}
+	_, rest, _ := respInt(chunk, '*')
+	size, after, _ := respInt(rest, '$')
+	verb := strings.ToUpper(string(after[:size]))
+	return verb == "HELLO" || verb == "AUTH"
+}
+
+// handshake sends a client connection's handshake to its new upstream
+// connection w and reads the replies, as a Redis-aware proxy does when it
+// redials: the server behind the kept connection then speaks the protocol
+// version and runs as the user the client chose. The client never sees
+// those replies.
+func handshake(w net.Conn, hello []byte) error {
+	_ = w.SetDeadline(time.Now().Add(time.Second))
+	defer w.SetDeadline(time.Time{})
+	if _, err := w.Write(hello); err != nil {
+		_ = w.Close()
+		return err
+	}
+	r := bufio.NewReader(w)
+	for i := commands(hello); i > 0; i-- {
+		if err := skipReply(r); err != nil {
+			_ = w.Close()
+			return err
+		}
+	}
+	if r.Buffered() > 0 {
+		_ = w.Close()
+		return errors.New("harness: proxy: more than the handshake's replies")
+	}
+	return nil
+}
+
+// skipReply reads one RESP2 or RESP3 reply from r.
+func skipReply(r *bufio.Reader) error {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if len(line) < 3 {
+		return fmt.Errorf("harness: proxy: bad reply line %q", line)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+	switch line[0] {
+	case '$', '=', '!':
+		if n >= 0 {
+			_, err = io.CopyN(io.Discard, r, int64(n)+2)
+		}
+		return err
+	case '*', '~', '>':
+	case '%':
+		n *= 2
+	case '|':
+		n = 2*n + 1 // the attributes, then the reply they describe
+	default:
+		return nil
+	}
+	for ; n > 0; n-- {
+		if err := skipReply(r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
