@@ -23,6 +23,8 @@ type wait struct {
 	leave  func(*Lock)    // what the type calls as the call leaves the queue, after the Turn
 	watch  *handoff.Watch // several keys: their releases, from the first lost attempt on
 	pacers []pacer        // what the type adds to the pace
+	inline [2]pacer       // backing for pacers (traits.pacers)
+	poll   pollForeign    // the foreign poller's state, when it is a pacer
 	idle   int            // failed attempts in a row: the backoff grows with them
 	d      time.Duration  // the wait before the next attempt
 	woken  bool           // a release notification ended the last wait
@@ -45,13 +47,14 @@ type pacer interface {
 // pacers are the pacers of a waiter of a type with traits t: one passed
 // in runs gives way to other processes (rivals.go); one whose key a
 // foreign value may hold polls it (foreign.go).
-func (t traits) pacers() []pacer {
-	var ps []pacer
+// They are w's (w.inline, w.poll): a wait allocates nothing more.
+func (t traits) pacers(w *wait) []pacer {
+	ps := w.inline[:0]
 	if t.runs {
 		ps = append(ps, giveWay{})
 	}
 	if t.foreign {
-		ps = append(ps, &pollForeign{})
+		ps = append(ps, &w.poll)
 	}
 	return ps
 }
@@ -59,7 +62,9 @@ func (t traits) pacers() []pacer {
 // newWait is the wait of call r on c, in the local queue of key ("" for
 // several keys).
 func newWait(c *Client, r *request, key string) *wait {
-	return &wait{c: c, r: r, key: key, pacers: r.typ.is().pacers()}
+	w := &wait{c: c, r: r, key: key}
+	w.pacers = r.typ.is().pacers(w)
+	return w
 }
 
 // triedFirst records a first attempt made before the call queued.

@@ -78,9 +78,8 @@ func newCmd(ctx context.Context, args []any) *redis.Cmd {
 // pipeline's error (no connection) is its own.
 func result(cmd *redis.Cmd, perr error) transport.Reply {
 	v, err := cmd.Val(), cmd.Err()
-	var re redis.Error
 	switch {
-	case err != nil && v != nil && errors.As(err, &re):
+	case err != nil && v != nil && isReply(err):
 		err = nil
 	case err == redis.Nil:
 		return transport.Reply{}
@@ -91,6 +90,13 @@ func result(cmd *redis.Cmd, perr error) transport.Reply {
 		return transport.Reply{Err: err}
 	}
 	return transport.Reply{Val: normalize(v)}
+}
+
+// isReply reports whether err is the server's error reply. Apart from
+// result so that its target escapes to the heap only on the error path.
+func isReply(err error) bool {
+	var re redis.Error
+	return errors.As(err, &re)
 }
 
 // normalize turns RESP3 maps (map[interface{}]interface{}) into
